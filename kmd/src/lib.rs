@@ -1,0 +1,2 @@
+#![cfg_attr(not(feature = "std"), no_std)]
+//! kmd crate

@@ -1,0 +1,1 @@
+//! DLA1 descriptors (`dla_interface.h`). Being written.

@@ -1,0 +1,1 @@
+//! EMU1 descriptors (`emu_interface.h`). Being written.

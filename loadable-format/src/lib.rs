@@ -1,0 +1,24 @@
+//! The NVDLA loadable: reader, validator, builder and descriptor codecs.
+//!
+//! A *loadable* is the file the NVDLA compiler produces and the runtime
+//! executes: a FlatBuffers buffer (schema `nvdla.loadable`, version 0.7) that
+//! lists the memory to allocate, the blobs that fill it, the tasks to submit
+//! (DLA1 hardware tasks and EMU1 CPU tasks), their address lists, events,
+//! tensor descriptors and relocations. DLA1 and EMU1 tasks point (through
+//! address lists) at packed little-endian C descriptors, decoded by [`dla`]
+//! and [`emu`].
+//!
+//! Everything here is `no_std`; reading needs no heap. The builder needs the
+//! `alloc` feature.
+#![cfg_attr(not(feature = "std"), no_std)]
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+#[cfg(feature = "alloc")]
+extern crate alloc;
+
+pub mod codec;
+pub mod dla;
+pub mod emu;
+
+pub use codec::{ByteReader, ByteWriter, DecodeError, Descriptor, EncodeError};

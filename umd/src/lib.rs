@@ -1,0 +1,1 @@
+//! umd crate
