@@ -22,3 +22,12 @@ pub mod dla;
 pub mod emu;
 
 pub use codec::{ByteReader, ByteWriter, DecodeError, Descriptor, EncodeError};
+pub mod error;
+pub mod fb;
+mod loadable;
+pub mod schema;
+mod validate;
+
+pub use error::{Error, ErrorKind, List, Location};
+pub use loadable::*;
+pub use schema::*;

@@ -1,0 +1,94 @@
+//! Every loadable of the shared ground truth parses and validates, with the
+//! contents NVIDIA's compiler put there.
+
+use nvdla_loadable::*;
+use std::path::{Path, PathBuf};
+
+fn shared() -> Option<PathBuf> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared");
+    if p.join("nvdla-sw-regression").is_dir() {
+        Some(p)
+    } else {
+        eprintln!("skipping: ../shared (ground-truth data) is absent");
+        None
+    }
+}
+
+fn loadables(root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let reg = root.join("nvdla-sw-regression/flatbufs/kmd");
+    for unit in std::fs::read_dir(reg).unwrap() {
+        for f in std::fs::read_dir(unit.unwrap().path()).unwrap() {
+            out.push(f.unwrap().path());
+        }
+    }
+    let lenet = root.join("third-party-loadables/lenet-mnist");
+    if let Ok(dir) = std::fs::read_dir(lenet) {
+        for f in dir {
+            let p = f.unwrap().path();
+            if p.extension().is_some_and(|e| e == "nvdla") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn all_shared_loadables_validate() {
+    let Some(root) = shared() else { return };
+    let files = loadables(&root);
+    assert_eq!(files.len(), 19, "15 regression + 4 LeNet loadables expected");
+    for f in &files {
+        let bytes = std::fs::read(f).unwrap();
+        let l = Loadable::parse(&bytes).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        assert_eq!(l.version(), LOADABLE_VERSION);
+        assert!(!l.tasks().is_empty());
+        assert!(!l.submits().is_empty());
+        // Every memory entry the loadable fills names blobs that resolve.
+        for m in l.memory().iter() {
+            if m.flags().contains(MemoryFlags::SET) {
+                for i in 0..m.contents_len() {
+                    let (name, _) = m.content(i).unwrap();
+                    assert!(l.blob(name).is_some(), "{}: blob {name}", f.display());
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn nn_l0_0_contents() {
+    let Some(root) = shared() else { return };
+    let bytes = std::fs::read(root.join("nvdla-sw-regression/flatbufs/kmd/NN/NN_L0_0_fbuf")).unwrap();
+    let l = Loadable::parse(&bytes).unwrap();
+    let interfaces: Vec<_> = l.tasks().iter().map(|t| t.interface()).collect();
+    assert_eq!(
+        interfaces,
+        [Interface::EMU1, Interface::DLA1, Interface::EMU1]
+    );
+    assert_eq!(l.memory().len(), 37);
+    assert_eq!(l.addresses().len(), 37);
+    assert_eq!(l.events().len(), 5);
+    assert_eq!(l.relocs().len(), 4);
+    let data = l.tensors().get(0).unwrap();
+    assert_eq!(data.name(), "data");
+    assert_eq!(data.dims(), [1, 1, 28, 28]);
+    assert_eq!(data.data_type(), DataType::HALF);
+    let prob = l.tensors().get(1).unwrap();
+    assert_eq!(prob.name(), "prob");
+    assert_eq!(prob.dims(), [1, 10, 1, 1]);
+    assert_eq!(prob.data_type(), DataType::HALF);
+    // The DLA task's address-list entry 0 holds its 40-byte network descriptor.
+    let dla = l.tasks().get(1).unwrap();
+    assert_eq!(dla.address_list().get(0), Some(25));
+    let net = l.blob_at_address(25).unwrap();
+    assert_eq!(net.name(), "task-1-addr0");
+    assert_eq!(net.interface(), Interface::DLA1);
+    assert_eq!(net.data().len(), 40);
+    // Tasks are ordered by events: 0 signals 0, 1 waits on 1 and signals 2 ...
+    assert_eq!(dla.pre_actions().iter().collect::<Vec<_>>(), [1]);
+    assert_eq!(l.events().get(1).unwrap().op(), EventOp::WAIT);
+    assert_eq!(l.events().get(2).unwrap().op(), EventOp::SIGNAL);
+}
