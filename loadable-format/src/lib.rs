@@ -17,6 +17,8 @@
 #[cfg(feature = "alloc")]
 extern crate alloc;
 
+#[cfg(feature = "alloc")]
+pub mod builder;
 pub mod codec;
 pub mod dla;
 pub mod emu;

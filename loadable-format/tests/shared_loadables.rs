@@ -92,3 +92,19 @@ fn nn_l0_0_contents() {
     assert_eq!(l.events().get(1).unwrap().op(), EventOp::WAIT);
     assert_eq!(l.events().get(2).unwrap().op(), EventOp::SIGNAL);
 }
+
+#[test]
+fn rebuild_round_trip() {
+    let Some(root) = shared() else { return };
+    for f in loadables(&root) {
+        let bytes = std::fs::read(&f).unwrap();
+        let spec = builder::LoadableSpec::from_loadable(&Loadable::parse(&bytes).unwrap());
+        let rebuilt = spec.build();
+        let again = Loadable::parse(&rebuilt).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        assert_eq!(builder::LoadableSpec::from_loadable(&again), spec, "{}", f.display());
+        if std::env::var_os("NVDLA_DUMP_REBUILT").is_some() {
+            let out = std::env::temp_dir().join(f.file_name().unwrap());
+            std::fs::write(out, &rebuilt).unwrap();
+        }
+    }
+}
