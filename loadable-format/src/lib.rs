@@ -26,6 +26,10 @@ pub mod emu;
 pub use codec::{ByteReader, ByteWriter, DecodeError, Descriptor, EncodeError};
 pub mod error;
 pub mod fb;
+#[cfg(feature = "cli")]
+pub mod inspect;
+#[cfg(feature = "cli")]
+mod inspect_tasks;
 mod loadable;
 pub mod schema;
 mod validate;
