@@ -1,2 +1,26 @@
+//! Core of the NVDLA kernel-mode driver (KMD), independent of any operating system.
+//!
+//! A kernel driver for an accelerator owns three things on behalf of untrusted user
+//! processes: the memory the device may touch (buffer objects, each mapped at a device
+//! address), the checks that a job only names memory its submitter owns, and the queue of
+//! jobs on the hardware. On Linux `opendla.ko` does this through DRM GEM objects; this crate
+//! is the same logic as plain Rust (`no_std` + `alloc`) so it can run inside a kernel, in a
+//! user process next to a virtual platform, or on a microcontroller.
+//!
+//! - [`error`]: errno-style errors, mapped to the Linux values the ioctl ABI returns;
+//! - [`iova`]: the device-address (IOVA) window allocator, 4 KiB granular;
+//! - [`bo`]: buffer objects: creation, per-client ownership, mmap offsets, pinning;
+//! - [`submit`]: validation of a submit (cheapest checks first) and translation of
+//!   (handle, offset) address lists to device addresses.
 #![cfg_attr(not(feature = "std"), no_std)]
-//! kmd crate
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+extern crate alloc;
+
+pub mod bo;
+pub mod error;
+pub mod iova;
+pub mod submit;
+
+pub use error::Error;

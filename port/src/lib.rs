@@ -1,1 +1,19 @@
-//! port crate
+//! The OS-abstraction layer between the NVDLA user-mode runtime (UMD) and the kernel-mode
+//! driver (KMD).
+//!
+//! On Linux the UMD talks to `opendla.ko` through a DRM render node: it allocates DMA buffers
+//! as GEM objects (`GEM_CREATE`), maps them into its address space (`GEM_MMAP` gives the fake
+//! offset to pass to `mmap(2)`), frees them (`GEM_DESTROY`) and hands the kernel tasks made of
+//! (GEM handle, byte offset) address lists (`SUBMIT`). This crate holds two things:
+//!
+//! - [`uapi`]: the binary ioctl ABI, laid out exactly as upstream `nvdla_ioctl.h`, so that a
+//!   runtime built on this crate can talk to upstream's kernel module and the other way round;
+//! - [`device`]: the [`device::Device`] trait, the operations the UMD needs from "a device",
+//!   independent of whether the driver is in the kernel, in process or behind a socket.
+//!
+//! No backend is provided yet; backends implement [`device::Device`].
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod device;
+pub mod uapi;

@@ -1,0 +1,375 @@
+//! Buffer objects: the memory a client shares with the engine.
+//!
+//! Like a DRM GEM object, a buffer object (BO) is a zero-filled allocation named by a small
+//! integer handle. Each BO has an owner (the client — on Linux, the open DRM file — that
+//! created it); every other client sees the handle as nonexistent (`ENOENT`), so one process
+//! cannot make the engine read or write another's memory. A BO has a device address range
+//! from the [`IovaAllocator`] for its whole page-rounded size and
+//! a fake mmap offset the client passes to `mmap(2)` to see its bytes.
+//!
+//! While a task that uses a BO runs, the BO is pinned; destroying a pinned BO is refused with
+//! `EBUSY` so the engine never writes into memory that was freed and reused.
+//!
+//! The table only does bookkeeping: the backing memory itself belongs to the OS layer, which
+//! allocates it at the BO's device address.
+
+use alloc::collections::BTreeMap;
+use core::num::NonZeroU32;
+
+use crate::error::Error;
+use crate::iova::{page_align, DeviceAddr, IovaAllocator, PAGE_SIZE};
+
+/// A client of the driver (one open device file). Handles are only valid for their owner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ClientId(pub u32);
+
+/// A BO handle as user space sees it; never zero.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct BoHandle(NonZeroU32);
+
+impl BoHandle {
+    /// Wraps a raw handle from user space; `None` for zero.
+    pub const fn new(raw: u32) -> Option<Self> {
+        match NonZeroU32::new(raw) {
+            Some(v) => Some(Self(v)),
+            None => None,
+        }
+    }
+
+    /// The raw value.
+    pub const fn get(self) -> u32 {
+        self.0.get()
+    }
+}
+
+/// Base of the fake mmap offsets (as DRM's `DRM_FILE_PAGE_OFFSET_START`, above anything a
+/// real file offset would use).
+pub const MMAP_OFFSET_BASE: u64 = 1 << 32;
+
+/// Limits of a [`BoTable`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BoConfig {
+    /// Start of the device address window (page aligned).
+    pub iova_base: u64,
+    /// Size of the device address window (page aligned, nonzero).
+    pub iova_size: u64,
+    /// Largest BO size accepted by [`BoTable::create`] (before page rounding).
+    pub max_bo_size: u64,
+    /// Most live BOs over all clients.
+    pub max_bos: usize,
+}
+
+impl Default for BoConfig {
+    /// A 1 GiB window at 0x8000_0000 (DRAM base of the NVDLA virtual platform), BOs up to
+    /// 256 MiB, 65 536 BOs.
+    fn default() -> Self {
+        Self {
+            iova_base: 0x8000_0000,
+            iova_size: 1 << 30,
+            max_bo_size: 256 << 20,
+            max_bos: 65_536,
+        }
+    }
+}
+
+/// Flags accepted by [`BoTable::create`]: none are defined, so any set bit is `EINVAL`.
+pub const BO_FLAGS_KNOWN: u32 = 0;
+
+/// One live buffer object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bo {
+    /// The creating client.
+    pub owner: ClientId,
+    /// Size asked at creation; offsets must be below it.
+    pub size: u64,
+    /// Device address of byte 0.
+    pub iova: DeviceAddr,
+    /// Length of the device address range (size rounded up to pages).
+    pub iova_len: u64,
+    /// Fake offset for `mmap(2)`.
+    pub mmap_offset: u64,
+    /// Number of running tasks using the BO; nonzero forbids destruction.
+    pub pin_count: u32,
+}
+
+/// All live buffer objects of a device.
+#[derive(Debug, Clone)]
+pub struct BoTable {
+    cfg: BoConfig,
+    iova: IovaAllocator,
+    bos: BTreeMap<u32, Bo>,
+    next_handle: u32,
+}
+
+impl BoTable {
+    /// An empty table; `EINVAL` if the window in `cfg` is invalid.
+    pub fn new(cfg: BoConfig) -> Result<Self, Error> {
+        Ok(Self {
+            iova: IovaAllocator::new(cfg.iova_base, cfg.iova_size)?,
+            cfg,
+            bos: BTreeMap::new(),
+            next_handle: 1,
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &BoConfig {
+        &self.cfg
+    }
+
+    /// Number of live BOs.
+    pub fn len(&self) -> usize {
+        self.bos.len()
+    }
+
+    /// True if there is no live BO.
+    pub fn is_empty(&self) -> bool {
+        self.bos.is_empty()
+    }
+
+    /// Creates a BO of `size` bytes for `client` (GEM_CREATE).
+    ///
+    /// Checks, in order: `flags` has only known bits (`EINVAL`), `size` is nonzero
+    /// (`EINVAL`), `size` is at most `max_bo_size` (`E2BIG`) and does not overflow when
+    /// rounded to pages (`EOVERFLOW`), the BO count limit (`ENOMEM`), then device address
+    /// space (`ENOMEM`).
+    pub fn create(&mut self, client: ClientId, size: u64, flags: u32) -> Result<BoHandle, Error> {
+        if flags & !BO_FLAGS_KNOWN != 0 {
+            log::debug!("bo: create: unknown flags {flags:#x}");
+            return Err(Error::Invalid);
+        }
+        if size == 0 {
+            log::debug!("bo: create: zero size");
+            return Err(Error::Invalid);
+        }
+        let iova_len = page_align(size).ok_or(Error::Overflow)?;
+        if size > self.cfg.max_bo_size {
+            log::debug!("bo: create: size {size:#x} above limit");
+            return Err(Error::TooBig);
+        }
+        if self.bos.len() >= self.cfg.max_bos {
+            log::debug!("bo: create: too many buffers");
+            return Err(Error::NoMemory);
+        }
+        let handle = self.free_handle().ok_or(Error::NoMemory)?;
+        let iova = self.iova.alloc(iova_len)?;
+        let mmap_offset = MMAP_OFFSET_BASE + u64::from(handle.get()) * PAGE_SIZE;
+        self.bos.insert(
+            handle.get(),
+            Bo {
+                owner: client,
+                size,
+                iova,
+                iova_len,
+                mmap_offset,
+                pin_count: 0,
+            },
+        );
+        Ok(handle)
+    }
+
+    /// Next unused nonzero handle, searching from `next_handle` and wrapping.
+    fn free_handle(&mut self) -> Option<BoHandle> {
+        // `max_bos` < 2^32 - 1 in practice, so a free value exists; bound the search anyway.
+        for _ in 0..=self.bos.len() {
+            let h = self.next_handle;
+            self.next_handle = self.next_handle.wrapping_add(1).max(1);
+            if !self.bos.contains_key(&h) {
+                return BoHandle::new(h);
+            }
+        }
+        None
+    }
+
+    /// The BO `handle` of `client`; `ENOENT` if it does not exist or belongs to another
+    /// client (the two are indistinguishable to the caller on purpose).
+    pub fn lookup(&self, client: ClientId, handle: u32) -> Result<&Bo, Error> {
+        match self.bos.get(&handle) {
+            Some(bo) if bo.owner == client => Ok(bo),
+            _ => Err(Error::NoEntry),
+        }
+    }
+
+    fn lookup_mut(&mut self, client: ClientId, handle: u32) -> Result<&mut Bo, Error> {
+        match self.bos.get_mut(&handle) {
+            Some(bo) if bo.owner == client => Ok(bo),
+            _ => Err(Error::NoEntry),
+        }
+    }
+
+    /// The fake mmap offset of a BO (GEM_MMAP); `ENOENT` as [`lookup`](Self::lookup).
+    pub fn mmap_offset(&self, client: ClientId, handle: u32) -> Result<u64, Error> {
+        Ok(self.lookup(client, handle)?.mmap_offset)
+    }
+
+    /// The BO behind an mmap offset, as the `mmap(2)` handler needs it: the handle and the
+    /// BO if `offset` is exactly one of `client`'s BOs' offsets, else `EINVAL`.
+    pub fn by_mmap_offset(&self, client: ClientId, offset: u64) -> Result<(BoHandle, &Bo), Error> {
+        let rel = offset.checked_sub(MMAP_OFFSET_BASE).ok_or(Error::Invalid)?;
+        if rel % PAGE_SIZE != 0 {
+            return Err(Error::Invalid);
+        }
+        let h = u32::try_from(rel / PAGE_SIZE).map_err(|_| Error::Invalid)?;
+        let bo = self.lookup(client, h).map_err(|_| Error::Invalid)?;
+        Ok((BoHandle::new(h).ok_or(Error::Invalid)?, bo))
+    }
+
+    /// Destroys a BO (GEM_DESTROY): `ENOENT` if not the client's, `EBUSY` while pinned.
+    pub fn destroy(&mut self, client: ClientId, handle: u32) -> Result<Bo, Error> {
+        let bo = *self.lookup(client, handle)?;
+        if bo.pin_count != 0 {
+            log::debug!(
+                "bo: destroy: handle {handle} pinned by {} task(s)",
+                bo.pin_count
+            );
+            return Err(Error::Busy);
+        }
+        self.iova.free(bo.iova, bo.iova_len)?;
+        self.bos.remove(&handle);
+        Ok(bo)
+    }
+
+    /// Destroys every BO of a client (its device file was closed). Pinned BOs are kept and
+    /// their count is returned: the caller MUST retry after the tasks using them end.
+    pub fn release_client(&mut self, client: ClientId) -> usize {
+        let handles: alloc::vec::Vec<u32> = self
+            .bos
+            .iter()
+            .filter(|(_, bo)| bo.owner == client)
+            .map(|(&h, _)| h)
+            .collect();
+        handles
+            .into_iter()
+            .filter(|&h| self.destroy(client, h).is_err())
+            .count()
+    }
+
+    /// Pins a BO for a task: it cannot be destroyed until [`unpin`](Self::unpin).
+    /// `ENOENT` as [`lookup`](Self::lookup), `EOVERFLOW` if pinned 2^32 - 1 times.
+    pub fn pin(&mut self, client: ClientId, handle: u32) -> Result<(), Error> {
+        let bo = self.lookup_mut(client, handle)?;
+        bo.pin_count = bo.pin_count.checked_add(1).ok_or(Error::Overflow)?;
+        Ok(())
+    }
+
+    /// Drops one pin; `EINVAL` if the BO is not pinned.
+    pub fn unpin(&mut self, client: ClientId, handle: u32) -> Result<(), Error> {
+        let bo = self.lookup_mut(client, handle)?;
+        bo.pin_count = bo.pin_count.checked_sub(1).ok_or(Error::Invalid)?;
+        Ok(())
+    }
+
+    /// Iterates over live BOs as (handle, BO), in handle order.
+    pub fn iter(&self) -> impl Iterator<Item = (BoHandle, &Bo)> + '_ {
+        self.bos
+            .iter()
+            .filter_map(|(&h, bo)| BoHandle::new(h).map(|h| (h, bo)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: ClientId = ClientId(1);
+    const B: ClientId = ClientId(2);
+
+    fn small() -> BoTable {
+        BoTable::new(BoConfig {
+            iova_base: 0x4000_0000,
+            iova_size: 16 * PAGE_SIZE,
+            max_bo_size: 8 * PAGE_SIZE,
+            max_bos: 4,
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn create_lookup_destroy() {
+        let mut t = small();
+        let h = t.create(A, 100, 0).unwrap();
+        assert_ne!(h.get(), 0);
+        let bo = *t.lookup(A, h.get()).unwrap();
+        assert_eq!(bo.size, 100);
+        assert_eq!(bo.iova_len, PAGE_SIZE);
+        assert_eq!(bo.iova.0 % PAGE_SIZE, 0);
+        assert_eq!(t.mmap_offset(A, h.get()).unwrap(), bo.mmap_offset);
+        let (h2, bo2) = t.by_mmap_offset(A, bo.mmap_offset).unwrap();
+        assert_eq!((h2, *bo2), (h, bo));
+        assert_eq!(t.destroy(A, h.get()).unwrap(), bo);
+        assert_eq!(t.lookup(A, h.get()).err(), Some(Error::NoEntry));
+        assert_eq!(t.destroy(A, h.get()).err(), Some(Error::NoEntry));
+        assert!(t.is_empty());
+    }
+
+    #[test]
+    fn create_rejections() {
+        let mut t = small();
+        assert_eq!(t.create(A, 0, 0).err(), Some(Error::Invalid));
+        assert_eq!(t.create(A, 1, 1).err(), Some(Error::Invalid));
+        assert_eq!(t.create(A, 1, 0x8000_0000).err(), Some(Error::Invalid));
+        assert_eq!(t.create(A, u64::MAX, 0).err(), Some(Error::Overflow));
+        assert_eq!(t.create(A, 8 * PAGE_SIZE + 1, 0).err(), Some(Error::TooBig));
+        // The window holds 16 pages: two 8-page BOs fill it.
+        t.create(A, 8 * PAGE_SIZE, 0).unwrap();
+        t.create(A, 8 * PAGE_SIZE, 0).unwrap();
+        assert_eq!(t.create(A, 1, 0).err(), Some(Error::NoMemory));
+        let mut t = small();
+        for _ in 0..4 {
+            t.create(A, 1, 0).unwrap();
+        }
+        assert_eq!(t.create(B, 1, 0).err(), Some(Error::NoMemory), "max_bos");
+    }
+
+    #[test]
+    fn other_clients_see_nothing() {
+        let mut t = small();
+        let h = t.create(A, 1, 0).unwrap().get();
+        assert_eq!(t.lookup(B, h).err(), Some(Error::NoEntry));
+        assert_eq!(t.mmap_offset(B, h).err(), Some(Error::NoEntry));
+        assert_eq!(t.pin(B, h).err(), Some(Error::NoEntry));
+        assert_eq!(t.destroy(B, h).err(), Some(Error::NoEntry));
+        let off = t.mmap_offset(A, h).unwrap();
+        assert_eq!(t.by_mmap_offset(B, off).err(), Some(Error::Invalid));
+        assert_eq!(t.by_mmap_offset(A, off + 1).err(), Some(Error::Invalid));
+        assert_eq!(t.by_mmap_offset(A, 0).err(), Some(Error::Invalid));
+        assert!(t.lookup(A, h).is_ok());
+        assert_eq!(t.lookup(A, 0).err(), Some(Error::NoEntry));
+    }
+
+    #[test]
+    fn pinned_bo_cannot_be_destroyed() {
+        let mut t = small();
+        let h = t.create(A, 1, 0).unwrap().get();
+        t.pin(A, h).unwrap();
+        t.pin(A, h).unwrap();
+        assert_eq!(t.destroy(A, h).err(), Some(Error::Busy));
+        t.unpin(A, h).unwrap();
+        assert_eq!(t.destroy(A, h).err(), Some(Error::Busy));
+        t.unpin(A, h).unwrap();
+        assert_eq!(t.unpin(A, h).err(), Some(Error::Invalid));
+        t.destroy(A, h).unwrap();
+    }
+
+    #[test]
+    fn release_client_keeps_pinned() {
+        let mut t = small();
+        let a1 = t.create(A, 1, 0).unwrap().get();
+        let a2 = t.create(A, 1, 0).unwrap().get();
+        let b1 = t.create(B, 1, 0).unwrap().get();
+        t.pin(A, a2).unwrap();
+        assert_eq!(t.release_client(A), 1);
+        assert_eq!(t.lookup(A, a1).err(), Some(Error::NoEntry));
+        assert!(t.lookup(A, a2).is_ok());
+        assert!(t.lookup(B, b1).is_ok());
+    }
+
+    #[test]
+    fn handles_are_not_reused_immediately() {
+        let mut t = small();
+        let h1 = t.create(A, 1, 0).unwrap();
+        t.destroy(A, h1.get()).unwrap();
+        let h2 = t.create(A, 1, 0).unwrap();
+        assert_ne!(h1, h2, "a stale handle must not name a new buffer at once");
+    }
+}

@@ -1,0 +1,230 @@
+//! The device a runtime drives: buffers it can allocate and see, and tasks it can submit.
+//!
+//! [`Device`] is the UMD's whole view of the driver, modelled on the four `opendla` ioctls
+//! (see [`crate::uapi`]). A backend (Linux DRM node, in-process KMD, socket, ...) implements
+//! it; the runtime is written against the trait only.
+//!
+//! Handles are [`BufferHandle`] newtypes so that a byte offset or a count cannot be passed
+//! where a buffer is expected, and they are never zero (zero is not a valid GEM handle).
+
+use core::fmt;
+use core::num::NonZeroU32;
+
+use crate::uapi;
+
+/// A buffer object (GEM) handle, valid on the [`Device`] that created it. Never zero.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct BufferHandle(NonZeroU32);
+
+impl BufferHandle {
+    /// Wraps a raw handle; `None` for zero, which no driver hands out.
+    pub const fn new(raw: u32) -> Option<Self> {
+        match NonZeroU32::new(raw) {
+            Some(v) => Some(Self(v)),
+            None => None,
+        }
+    }
+
+    /// The raw value as carried in the ioctl structures.
+    pub const fn get(self) -> u32 {
+        self.0.get()
+    }
+}
+
+impl fmt::Display for BufferHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "bo#{}", self.0)
+    }
+}
+
+/// One address-list entry: `offset` bytes into buffer `handle`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct BufferAddress {
+    /// The buffer.
+    pub handle: BufferHandle,
+    /// Byte offset inside the buffer; the device rejects it unless it is below the size.
+    pub offset: u64,
+}
+
+impl BufferAddress {
+    /// The ioctl form of this entry (reserved field zero).
+    pub const fn to_uapi(self) -> uapi::NvdlaMemHandle {
+        uapi::NvdlaMemHandle {
+            handle: self.handle.get(),
+            reserved: 0,
+            offset: self.offset,
+        }
+    }
+}
+
+/// How long the driver waits for a task to complete.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Timeout {
+    /// Wait forever ([`uapi::NO_TIMEOUT`]).
+    #[default]
+    Never,
+    /// Give up after this many milliseconds (never [`uapi::NO_TIMEOUT`]).
+    Millis(u32),
+}
+
+impl Timeout {
+    /// The value of `SubmitTask::timeout`.
+    pub const fn to_uapi(self) -> u32 {
+        match self {
+            Timeout::Never => uapi::NO_TIMEOUT,
+            // NO_TIMEOUT itself would mean "never": clamp one below.
+            Timeout::Millis(ms) if ms == uapi::NO_TIMEOUT => uapi::NO_TIMEOUT - 1,
+            Timeout::Millis(ms) => ms,
+        }
+    }
+}
+
+/// One DLA task: its address list (entry 0 is the network descriptor) and timeout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Task<'a> {
+    /// The address list, at most [`uapi::MAX_BUFFERS_PER_TASK`] entries.
+    pub addresses: &'a [BufferAddress],
+    /// Completion timeout.
+    pub timeout: Timeout,
+}
+
+/// Which device operation failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Operation {
+    /// [`Device::create_buffer`] (GEM_CREATE).
+    CreateBuffer,
+    /// [`Device::map_buffer`] (GEM_MMAP + mmap).
+    MapBuffer,
+    /// [`Device::destroy_buffer`] (GEM_DESTROY).
+    DestroyBuffer,
+    /// [`Device::submit`] (SUBMIT).
+    Submit,
+}
+
+impl fmt::Display for Operation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Operation::CreateBuffer => "GEM_CREATE",
+            Operation::MapBuffer => "GEM_MMAP",
+            Operation::DestroyBuffer => "GEM_DESTROY",
+            Operation::Submit => "SUBMIT",
+        })
+    }
+}
+
+/// A failed device operation: what was attempted and the driver's errno.
+///
+/// Backends report the driver's (or the OS's) positive errno unchanged, so the value means
+/// the same whether the KMD runs in the kernel or in process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DeviceError {
+    /// The operation.
+    pub op: Operation,
+    /// Positive Linux errno (`EINVAL` = 22, ...).
+    pub errno: i32,
+}
+
+impl DeviceError {
+    /// The errno as the KMD's error enum, if it is one the KMD produces.
+    pub fn kind(&self) -> Option<nvdla_kmd::error::Error> {
+        nvdla_kmd::error::Error::from_errno(self.errno)
+    }
+
+    /// Builds an error from a KMD error.
+    pub fn from_kmd(op: Operation, e: nvdla_kmd::error::Error) -> Self {
+        Self {
+            op,
+            errno: e.errno(),
+        }
+    }
+}
+
+impl fmt::Display for DeviceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.kind() {
+            Some(k) => write!(f, "{} failed: {} (errno {})", self.op, k.name(), self.errno),
+            None => write!(f, "{} failed: errno {}", self.op, self.errno),
+        }
+    }
+}
+
+impl std::error::Error for DeviceError {}
+
+/// A device as the runtime sees it.
+///
+/// Contract every implementation MUST keep:
+/// - `create_buffer` MUST reject `size == 0` and return a handle that is distinct from every
+///   other live handle of this device; the buffer MUST read as zero until written.
+/// - `map_buffer` MUST give a slice of exactly the size asked at creation (not rounded up),
+///   backed by the memory the device reads and writes at that buffer's device address; what
+///   the runtime writes there MUST be visible to the next `submit`, and what the device wrote
+///   during a completed `submit` MUST be visible through the next `map_buffer`.
+/// - `destroy_buffer` MUST fail with `ENOENT` for an unknown handle, and MUST NOT free a buffer
+///   a running task still uses (it fails with `EBUSY` or defers the release).
+/// - `submit` MUST validate the whole submit before anything runs (counts, then handles with
+///   `ENOENT`, then offsets against buffer sizes with `EINVAL`), and MUST return only when every
+///   task has completed, failed, or timed out (`ETIMEDOUT`).
+/// - No method may panic on bad arguments; every failure is a [`DeviceError`].
+pub trait Device {
+    /// Allocates a zeroed buffer of `size` bytes (GEM_CREATE).
+    fn create_buffer(&mut self, size: u64) -> Result<BufferHandle, DeviceError>;
+
+    /// Host access to the bytes of a buffer (GEM_MMAP + `mmap`).
+    fn map_buffer(&mut self, handle: BufferHandle) -> Result<&mut [u8], DeviceError>;
+
+    /// Releases a buffer (GEM_DESTROY); its handle becomes invalid.
+    fn destroy_buffer(&mut self, handle: BufferHandle) -> Result<(), DeviceError>;
+
+    /// Runs `tasks` in order and waits for them (SUBMIT).
+    fn submit(&mut self, tasks: &[Task<'_>]) -> Result<(), DeviceError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn handle_is_never_zero() {
+        assert!(BufferHandle::new(0).is_none());
+        assert_eq!(BufferHandle::new(7).map(BufferHandle::get), Some(7));
+        assert_eq!(
+            core::mem::size_of::<Option<BufferHandle>>(),
+            core::mem::size_of::<u32>()
+        );
+    }
+
+    #[test]
+    fn timeout_encoding() {
+        assert_eq!(Timeout::Never.to_uapi(), uapi::NO_TIMEOUT);
+        assert_eq!(Timeout::Millis(100).to_uapi(), 100);
+        assert_eq!(Timeout::Millis(u32::MAX).to_uapi(), u32::MAX - 1);
+    }
+
+    #[test]
+    fn address_to_uapi_zeroes_reserved() {
+        let a = BufferAddress {
+            handle: BufferHandle::new(3).unwrap(),
+            offset: 0x40,
+        };
+        assert_eq!(
+            a.to_uapi(),
+            uapi::NvdlaMemHandle {
+                handle: 3,
+                reserved: 0,
+                offset: 0x40
+            }
+        );
+    }
+
+    #[test]
+    fn error_display_names_errno() {
+        let e = DeviceError::from_kmd(Operation::Submit, nvdla_kmd::error::Error::NoEntry);
+        assert_eq!(e.errno, 2);
+        assert_eq!(e.to_string(), "SUBMIT failed: ENOENT (errno 2)");
+        let e = DeviceError {
+            op: Operation::MapBuffer,
+            errno: 1234,
+        };
+        assert_eq!(e.to_string(), "GEM_MMAP failed: errno 1234");
+    }
+}
