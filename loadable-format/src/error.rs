@@ -151,7 +151,11 @@ impl core::fmt::Display for Error {
             ErrorKind::IdNotIndex { id } => write!(f, "id {id} differs from the entry's position"),
             ErrorKind::UnknownValue { value } => write!(f, "unknown value {value}"),
             ErrorKind::Dangling { target, id } => {
-                write!(f, "refers to {} id {id}, which does not exist", target.name())
+                write!(
+                    f,
+                    "refers to {} id {id}, which does not exist",
+                    target.name()
+                )
             }
             ErrorKind::NoSuchBlob => write!(f, "names a blob that does not exist"),
             ErrorKind::OutOfRange {
@@ -165,7 +169,9 @@ impl core::fmt::Display for Error {
             ErrorKind::LengthMismatch { expected, actual } => {
                 write!(f, "length {actual} where {expected} is required")
             }
-            ErrorKind::TooMany { count, max } => write!(f, "{count} entries, at most {max} allowed"),
+            ErrorKind::TooMany { count, max } => {
+                write!(f, "{count} entries, at most {max} allowed")
+            }
         }
     }
 }

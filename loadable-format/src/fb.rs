@@ -83,7 +83,10 @@ fn follow(buf: &[u8], pos: usize) -> Result<usize, FbError> {
         .checked_add(off)
         .ok_or(FbError::OutOfBounds { pos, len: off })?;
     if target >= buf.len() {
-        return Err(FbError::OutOfBounds { pos: target, len: 1 });
+        return Err(FbError::OutOfBounds {
+            pos: target,
+            len: 1,
+        });
     }
     Ok(target)
 }
@@ -223,9 +226,10 @@ impl<'a> Table<'a> {
         match self.target(index)? {
             Some(p) => {
                 let len = read_u32(self.buf, p)? as usize;
-                let bytes_len = len
-                    .checked_mul(T::SIZE)
-                    .ok_or(FbError::OutOfBounds { pos: p, len: usize::MAX })?;
+                let bytes_len = len.checked_mul(T::SIZE).ok_or(FbError::OutOfBounds {
+                    pos: p,
+                    len: usize::MAX,
+                })?;
                 let bytes = slice(self.buf, p + 4, bytes_len)?;
                 Ok(Scalars {
                     bytes,
@@ -246,9 +250,10 @@ impl<'a> Table<'a> {
         match self.target(index)? {
             Some(p) => {
                 let len = read_u32(self.buf, p)? as usize;
-                let bytes_len = len
-                    .checked_mul(4)
-                    .ok_or(FbError::OutOfBounds { pos: p, len: usize::MAX })?;
+                let bytes_len = len.checked_mul(4).ok_or(FbError::OutOfBounds {
+                    pos: p,
+                    len: usize::MAX,
+                })?;
                 slice(self.buf, p + 4, bytes_len)?;
                 Ok(Offsets {
                     buf: self.buf,
@@ -268,9 +273,7 @@ impl<'a> Table<'a> {
 /// The string at `pos` (length-prefixed, NUL-terminated, UTF-8).
 fn string_at(buf: &[u8], pos: usize) -> Result<&str, FbError> {
     let len = read_u32(buf, pos)? as usize;
-    let with_nul = len
-        .checked_add(1)
-        .ok_or(FbError::BadString { pos })?;
+    let with_nul = len.checked_add(1).ok_or(FbError::BadString { pos })?;
     let bytes = slice(buf, pos + 4, with_nul)?;
     if bytes[len] != 0 {
         return Err(FbError::BadString { pos });

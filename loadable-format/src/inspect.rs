@@ -60,7 +60,9 @@ pub fn summarize(l: &Loadable<'_>) -> Value {
     let addresses: Vec<Value> = l
         .addresses()
         .iter()
-        .map(|a| json!({"id": a.id(), "mem_id": a.mem_id(), "offset": a.offset(), "size": a.size()}))
+        .map(
+            |a| json!({"id": a.id(), "mem_id": a.mem_id(), "offset": a.offset(), "size": a.size()}),
+        )
         .collect();
     let events: Vec<Value> = l
         .events()

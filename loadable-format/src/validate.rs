@@ -164,7 +164,10 @@ pub(crate) fn structure(l: &Loadable<'_>) -> Result<(), Error> {
 
     for (i, t) in raw_tables(l, List::Task) {
         let v = t.scalar::<u32>(1, 0).unwrap_or(0);
-        if !matches!(Interface::from_raw(v), Some(Interface::DLA1 | Interface::EMU1)) {
+        if !matches!(
+            Interface::from_raw(v),
+            Some(Interface::DLA1 | Interface::EMU1)
+        ) {
             return Err(unknown(List::Task, i, "interface", v));
         }
     }
@@ -326,22 +329,37 @@ pub(crate) fn references(l: &Loadable<'_>) -> Result<(), Error> {
             if name.is_empty() {
                 continue;
             }
-            let blob = l
-                .find_blob(name, &mut budget)
-                .ok_or(Error::new(List::Memory, i, "contents", ErrorKind::NoSuchBlob))?;
+            let blob = l.find_blob(name, &mut budget).ok_or(Error::new(
+                List::Memory,
+                i,
+                "contents",
+                ErrorKind::NoSuchBlob,
+            ))?;
             fits(List::Memory, i, "offsets", offset, blob.size(), m.size())?;
         }
     }
 
     for (i, a) in l.addresses().iter().enumerate() {
         exists(List::Address, i, "mem_id", List::Memory, a.mem_id(), n_mem)?;
-        fits(List::Address, i, "size", a.offset(), a.size(), mem_size(a.mem_id()))?;
+        fits(
+            List::Address,
+            i,
+            "size",
+            a.offset(),
+            a.size(),
+            mem_size(a.mem_id()),
+        )?;
     }
 
     for (i, t) in l.tasks().iter().enumerate() {
         let addrs = t.address_list();
         if addrs.is_empty() {
-            return Err(Error::new(List::Task, i, "address_list", ErrorKind::Missing));
+            return Err(Error::new(
+                List::Task,
+                i,
+                "address_list",
+                ErrorKind::Missing,
+            ));
         }
         if addrs.len() > MAX_ADDRESSES_PER_TASK {
             return Err(Error::new(
@@ -372,15 +390,50 @@ pub(crate) fn references(l: &Loadable<'_>) -> Result<(), Error> {
     }
 
     for (i, t) in l.tensors().iter().enumerate() {
-        exists(List::TensorDesc, i, "mem_id", List::Memory, t.mem_id(), n_mem)?;
-        fits(List::TensorDesc, i, "size", t.offset(), t.size(), mem_size(t.mem_id()))?;
+        exists(
+            List::TensorDesc,
+            i,
+            "mem_id",
+            List::Memory,
+            t.mem_id(),
+            n_mem,
+        )?;
+        fits(
+            List::TensorDesc,
+            i,
+            "size",
+            t.offset(),
+            t.size(),
+            mem_size(t.mem_id()),
+        )?;
     }
 
     for (i, r) in l.relocs().iter().enumerate() {
-        exists(List::Reloc, i, "address_id", List::Address, r.address_id(), n_addr)?;
-        exists(List::Reloc, i, "write_id", List::Memory, r.write_id(), n_mem)?;
+        exists(
+            List::Reloc,
+            i,
+            "address_id",
+            List::Address,
+            r.address_id(),
+            n_addr,
+        )?;
+        exists(
+            List::Reloc,
+            i,
+            "write_id",
+            List::Memory,
+            r.write_id(),
+            n_mem,
+        )?;
         // The patched field is a 32-bit stride at a byte offset.
-        fits(List::Reloc, i, "offset", r.offset(), 4, mem_size(r.write_id()))?;
+        fits(
+            List::Reloc,
+            i,
+            "offset",
+            r.offset(),
+            4,
+            mem_size(r.write_id()),
+        )?;
     }
     Ok(())
 }

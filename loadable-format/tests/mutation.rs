@@ -46,7 +46,11 @@ fn mutate_file(bytes: &[u8], rounds: usize, seed: u64) -> (usize, usize) {
     // Bit flips, biased towards the first 4 KiB where tables and vtables sit.
     let mut m = bytes.to_vec();
     for _ in 0..rounds {
-        let span = if rng.below(4) == 0 { m.len() } else { m.len().min(4096) };
+        let span = if rng.below(4) == 0 {
+            m.len()
+        } else {
+            m.len().min(4096)
+        };
         let pos = rng.below(span);
         let bit = 1u8 << rng.below(8);
         m[pos] ^= bit;
@@ -79,7 +83,11 @@ fn built_loadable_mutants_never_panic() {
         contents: vec![("net".into(), 0)],
         ..Default::default()
     });
-    let a = spec.add_address(builder::AddressSpec { mem_id: m, offset: 0, size: 256 });
+    let a = spec.add_address(builder::AddressSpec {
+        mem_id: m,
+        offset: 0,
+        size: 256,
+    });
     spec.add_blob(builder::BlobSpec {
         name: "net".into(),
         interface: Interface::DLA1.raw(),

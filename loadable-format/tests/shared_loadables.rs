@@ -39,7 +39,11 @@ fn loadables(root: &Path) -> Vec<PathBuf> {
 fn all_shared_loadables_validate() {
     let Some(root) = shared() else { return };
     let files = loadables(&root);
-    assert_eq!(files.len(), 19, "15 regression + 4 LeNet loadables expected");
+    assert_eq!(
+        files.len(),
+        19,
+        "15 regression + 4 LeNet loadables expected"
+    );
     for f in &files {
         let bytes = std::fs::read(f).unwrap();
         let l = Loadable::parse(&bytes).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
@@ -61,7 +65,8 @@ fn all_shared_loadables_validate() {
 #[test]
 fn nn_l0_0_contents() {
     let Some(root) = shared() else { return };
-    let bytes = std::fs::read(root.join("nvdla-sw-regression/flatbufs/kmd/NN/NN_L0_0_fbuf")).unwrap();
+    let bytes =
+        std::fs::read(root.join("nvdla-sw-regression/flatbufs/kmd/NN/NN_L0_0_fbuf")).unwrap();
     let l = Loadable::parse(&bytes).unwrap();
     let interfaces: Vec<_> = l.tasks().iter().map(|t| t.interface()).collect();
     assert_eq!(
@@ -101,7 +106,12 @@ fn rebuild_round_trip() {
         let spec = builder::LoadableSpec::from_loadable(&Loadable::parse(&bytes).unwrap());
         let rebuilt = spec.build();
         let again = Loadable::parse(&rebuilt).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
-        assert_eq!(builder::LoadableSpec::from_loadable(&again), spec, "{}", f.display());
+        assert_eq!(
+            builder::LoadableSpec::from_loadable(&again),
+            spec,
+            "{}",
+            f.display()
+        );
         if std::env::var_os("NVDLA_DUMP_REBUILT").is_some() {
             let out = std::env::temp_dir().join(f.file_name().unwrap());
             std::fs::write(out, &rebuilt).unwrap();

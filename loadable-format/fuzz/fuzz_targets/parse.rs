@@ -15,6 +15,9 @@ fuzz_target!(|data: &[u8]| {
         let again = Loadable::parse(&rebuilt).expect("builder output must parse");
         // The builder writes blobs sorted by name (a stable sort).
         spec.blobs.sort_by(|a, b| a.name.cmp(&b.name));
-        assert!(LoadableSpec::from_loadable(&again) == spec, "rebuild round trip differs");
+        assert!(
+            LoadableSpec::from_loadable(&again) == spec,
+            "rebuild round trip differs"
+        );
     }
 });

@@ -63,7 +63,10 @@ fn run(cli: Cli) -> Result<(), String> {
                 }
             }
             if failed > 0 {
-                Err(format!("{failed} of {} loadables failed validation", files.len()))
+                Err(format!(
+                    "{failed} of {} loadables failed validation",
+                    files.len()
+                ))
             } else {
                 Ok(())
             }
