@@ -25,6 +25,8 @@ pub mod emu;
 
 pub use codec::{ByteReader, ByteWriter, DecodeError, Descriptor, EncodeError};
 pub mod error;
+#[cfg(feature = "alloc")]
+pub mod examples;
 pub mod fb;
 #[cfg(feature = "cli")]
 pub mod inspect;

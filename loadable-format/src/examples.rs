@@ -1,0 +1,207 @@
+//! Small loadables built from scratch, for examples, tests and demos.
+
+use crate::builder::*;
+use crate::codec::Descriptor;
+use crate::dla;
+use crate::schema::*;
+use alloc::vec;
+use alloc::vec::Vec;
+
+/// DLA1 interface version written into descriptor blobs (current layout).
+pub const DLA1_VERSION: Version = Version {
+    major: 0,
+    minor: 12,
+    sub_minor: 0,
+};
+
+fn descriptor_blob(name: &str, sub: SubInterface, data: Vec<u8>) -> BlobSpec {
+    BlobSpec {
+        name: name.into(),
+        interface: Interface::DLA1.raw(),
+        sub_interface: sub.raw(),
+        version: DLA1_VERSION,
+        data,
+    }
+}
+
+/// A one-operation DLA1 task: BDMA copies an int8 feature cube of
+/// `width x height x 32` channels (one 32-byte channel atom per pixel) from a
+/// buffer the loadable fills with a byte ramp to the output tensor `output`.
+///
+/// The address list is `[network, op list, surface list, dependency graph,
+/// source, destination]`, as NVIDIA's compiler lays out its BDMA tests.
+pub fn bdma_copy(width: u16, height: u16) -> LoadableSpec {
+    let line = u32::from(width) * 32;
+    let surface = line * u32::from(height);
+    let mut s = LoadableSpec::new();
+
+    let net = dla::NetworkDesc {
+        operation_desc_index: 1,
+        surface_desc_index: 2,
+        dependency_graph_index: 3,
+        lut_data_index: -1,
+        roi_array_index: -1,
+        surface_index: -1,
+        stat_list_index: -1,
+        reserved1: 0,
+        op_head: [0, -1, -1, -1, -1, -1],
+        num_rois: 1,
+        num_operations: 1,
+        num_luts: 0,
+        num_addresses: 6,
+        input_layer: 0,
+        dynamic_roi: 0,
+        reserved0: 0,
+    };
+    let none = dla::Consumer {
+        index: -1,
+        event: 0,
+        res: 0,
+    };
+    let dep = dla::CommonOpDesc {
+        index: 0,
+        roi_index: 0,
+        op_type: dla::OpType::Bdma.raw(),
+        dependency_count: 0,
+        reserved0: [0; 3],
+        consumers: [none; dla::OP_NUM],
+        fused_parent: none,
+    };
+    let op = dla::BdmaOpDesc {
+        num_transfers: 1,
+        reserved0: 0,
+    };
+    let mut surf = dla::BdmaSurfaceDesc {
+        source_type: dla::MemType::Mc.raw(),
+        destination_type: dla::MemType::Mc.raw(),
+        num_transfers: 1,
+        ..Default::default()
+    };
+    surf.transfers[0] = dla::BdmaTransferDesc {
+        source_address: 4,
+        destination_address: 5,
+        line_size: line,
+        line_repeat: u32::from(height),
+        source_line: line,
+        destination_line: line,
+        surface_repeat: 1,
+        source_surface: surface,
+        destination_surface: surface,
+    };
+
+    let mut op_list = vec![0u8; dla::OPERATION_CONTAINER_SIZE];
+    let mut surf_list = vec![0u8; dla::SURFACE_CONTAINER_SIZE];
+    // Cannot fail: the buffers hold a whole container slot.
+    let _ = op.encode_into(&mut op_list);
+    let _ = surf.encode_into(&mut surf_list);
+    let blobs = [
+        ("bdma-network", SubInterface::ADDR0, net.to_vec()),
+        ("bdma-ops", SubInterface::OPS, op_list),
+        ("bdma-surfaces", SubInterface::SURFS, surf_list),
+        ("bdma-deps", SubInterface::DEPS, dep.to_vec()),
+    ];
+    let mut addresses = Vec::new();
+    for (name, sub, data) in blobs {
+        let size = data.len() as u64;
+        s.add_blob(descriptor_blob(name, sub, data));
+        let m = s.add_memory(MemorySpec {
+            flags: (MemoryFlags::ALLOC | MemoryFlags::SET).bits(),
+            size,
+            alignment: 4096,
+            contents: vec![(name.into(), 0)],
+            ..Default::default()
+        });
+        addresses.push(s.add_address(AddressSpec {
+            mem_id: m,
+            offset: 0,
+            size,
+        }));
+    }
+
+    let ramp: Vec<u8> = (0..surface).map(|i| (i % 251) as u8).collect();
+    s.add_blob(BlobSpec {
+        name: "bdma-source".into(),
+        data: ramp,
+        ..Default::default()
+    });
+    let src = s.add_memory(MemorySpec {
+        flags: (MemoryFlags::ALLOC | MemoryFlags::SET).bits(),
+        size: surface.into(),
+        alignment: 4096,
+        contents: vec![("bdma-source".into(), 0)],
+        ..Default::default()
+    });
+    addresses.push(s.add_address(AddressSpec {
+        mem_id: src,
+        offset: 0,
+        size: surface.into(),
+    }));
+    let tensor = s.add_tensor(TensorSpec {
+        name: "output".into(),
+        mem_id: 5,
+        size: surface.into(),
+        offset: 0,
+        data_format: DataFormat::NCxHWx.raw(),
+        data_type: DataType::INT8.raw(),
+        data_category: DataCategory::FEATURE.raw(),
+        pixel_format: PixelFormat::FEATURE.raw(),
+        pixel_mapping: PixelMapping::PITCH_LINEAR.raw(),
+        dims: [1, 32, i32::from(height), i32::from(width)],
+        strides: [1, line, surface, 0, 0, 0, 0, 0],
+    });
+    let dst = s.add_memory(MemorySpec {
+        flags: (MemoryFlags::ALLOC | MemoryFlags::OUTPUT).bits(),
+        size: surface.into(),
+        alignment: 4096,
+        tensor_desc_id: tensor,
+        ..Default::default()
+    });
+    addresses.push(s.add_address(AddressSpec {
+        mem_id: dst,
+        offset: 0,
+        size: surface.into(),
+    }));
+
+    let done = s.add_event(EventSpec {
+        op: EventOp::SIGNAL.raw(),
+        val: 1,
+        ..Default::default()
+    });
+    let task = s.add_task(TaskSpec {
+        interface: Interface::DLA1.raw(),
+        instance: -1,
+        address_list: addresses,
+        post_actions: vec![done],
+        ..Default::default()
+    });
+    s.submits.push(vec![task]);
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Loadable;
+
+    #[test]
+    fn bdma_copy_decodes() {
+        let bytes = bdma_copy(8, 8).build();
+        let l = Loadable::parse(&bytes).unwrap();
+        let t = l.tasks().get(0).unwrap();
+        assert_eq!(t.address_list().len(), 6);
+        let net = dla::NetworkDesc::decode_from(l.blob_at_address(0).unwrap().data()).unwrap();
+        assert_eq!(net.head(dla::OpType::Bdma), 0);
+        let surf = dla::SurfaceDesc::decode_slot(
+            dla::OpType::Bdma,
+            l.blob_at_address(2).unwrap().data(),
+            0,
+        )
+        .unwrap();
+        let dla::SurfaceDesc::Bdma(b) = surf else {
+            panic!("not a BDMA surface")
+        };
+        assert_eq!(b.active_transfers()[0].line_size, 256);
+        assert_eq!(b.active_transfers()[0].source_surface, 2048);
+        assert_eq!(l.tensors().get(0).unwrap().dims(), [1, 32, 8, 8]);
+    }
+}
