@@ -34,6 +34,7 @@ pub mod inspect;
 mod inspect_tasks;
 mod loadable;
 pub mod schema;
+pub mod upgrade;
 mod validate;
 
 pub use error::{Error, ErrorKind, List, Location};
