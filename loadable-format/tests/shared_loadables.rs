@@ -118,3 +118,59 @@ fn rebuild_round_trip() {
         }
     }
 }
+
+#[test]
+fn legacy_surface_lists_upgrade() {
+    use nvdla_loadable::codec::Descriptor;
+    use nvdla_loadable::dla;
+    let Some(root) = shared() else { return };
+    let mut upgraded = 0;
+    for f in loadables(&root) {
+        let bytes = std::fs::read(&f).unwrap();
+        let l = Loadable::parse(&bytes).unwrap();
+        for t in l
+            .tasks()
+            .iter()
+            .filter(|t| t.interface() == Interface::DLA1)
+        {
+            let blob = |i: i16| {
+                l.blob_at_address(t.address_list().get(i as usize).unwrap())
+                    .unwrap()
+            };
+            let net_blob = blob(0);
+            let v = net_blob.version();
+            let net = dla::NetworkDesc::decode_from(net_blob.data()).unwrap();
+            let deps = blob(net.dependency_graph_index).data();
+            let mut surfs = blob(net.surface_desc_index).data().to_vec();
+            let legacy = dla::Layout::for_version(v.major, v.minor) == dla::Layout::Legacy;
+            let n = net.num_operations as usize;
+            let before: Vec<_> = (0..n)
+                .map(|i| {
+                    let ty = dla::OpType::try_from(
+                        dla::decode_at::<dla::CommonOpDesc>(deps, i)
+                            .unwrap()
+                            .op_type,
+                    )
+                    .unwrap();
+                    dla::SurfaceDesc::decode_slot_layout(
+                        dla::Layout::for_version(v.major, v.minor),
+                        ty,
+                        &surfs,
+                        i,
+                    )
+                    .unwrap()
+                })
+                .collect();
+            if legacy {
+                upgrade::surfaces_to_current(deps, &mut surfs, n).unwrap();
+                upgraded += 1;
+            }
+            for (i, b) in before.iter().enumerate() {
+                let after = dla::SurfaceDesc::decode_slot(b.op_type(), &surfs, i).unwrap();
+                assert_eq!(&after, b, "{} op {i}", f.display());
+            }
+        }
+    }
+    // The 15 regression loadables are legacy; the 4 LeNet builds are current.
+    assert_eq!(upgraded, 15);
+}
