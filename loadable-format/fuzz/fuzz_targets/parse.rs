@@ -8,7 +8,7 @@ use libfuzzer_sys::fuzz_target;
 use nvdla_loadable::{builder::LoadableSpec, dla, emu, inspect, Loadable};
 
 fn decoders(data: &[u8]) {
-    for ty in dla::OpType::ALL {
+    for &ty in dla::OpType::ALL.iter() {
         let _ = dla::OpDesc::decode_slot(ty, data, 0);
         for layout in [dla::Layout::Legacy, dla::Layout::Current] {
             let _ = dla::SurfaceDesc::decode_slot_layout(layout, ty, data, 1);
