@@ -9,12 +9,46 @@
 //!
 //! - [`hw`]: the [`hw::Hw`] trait (registers, device memory, address-list translation) and
 //!   the [`hw::DeviceAddr`] newtype;
+//! - [`regs`]: the register map (units, per-generation base addresses, tock-registers
+//!   bit fields);
+//! - [`config`]: the hardware builds (nv_full, nv_small, nv_large) and their features;
+//! - [`engine`]: the scheduler ([`Engine`]): dependency graph, ping-pong register groups,
+//!   events and interrupt handling;
+//! - `processors` (private): per-engine register programming (BDMA, convolution, SDP, PDP,
+//!   CDP, RUBIK, LUTs);
+//! - `task` (private): reading the task's descriptors from device memory;
 //! - [`error`]: typed errors.
+//!
+//! ```no_run
+//! # fn demo(hw: &mut impl nvdla_firmware::hw::Hw) -> Result<(), nvdla_firmware::Error> {
+//! use nvdla_firmware::{Engine, HwConfig, Progress};
+//! let mut engine: Engine = Engine::new(HwConfig::NV_FULL);
+//! let mut progress = engine.execute_task(hw)?;
+//! while progress == Progress::Running {
+//!     // ... wait for the NVDLA interrupt ...
+//!     progress = engine.handle_interrupt(hw)?;
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! Logging goes through `log` (feature `log`, default) or `defmt` (feature `defmt`).
 #![cfg_attr(not(feature = "std"), no_std)]
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+#[macro_use]
+mod fmt;
+
+pub mod config;
+pub mod engine;
 pub mod error;
 pub mod hw;
+mod processors;
+pub mod regs;
+mod task;
 
-pub use error::{Error, HwError};
+pub use config::{Feature, HwConfig, HwVersion};
+pub use engine::{Engine, EngineStatus, OpState, Progress, DEFAULT_MAX_OPS};
+pub use error::{Error, HwError, ListKind, OpRef};
+pub use processors::POLL_LIMIT;
+pub use task::MAX_ROIS;

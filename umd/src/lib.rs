@@ -4,10 +4,31 @@
 //! loadable, allocates and fills device buffers through [`nvdla_port::device::Device`],
 //! submits DLA tasks, runs CPU (EMU) tasks and writes the output tensor as a `.dimg` file.
 //!
+//! - [`runtime`]: load (parse, validate, allocate, fill), bind, relocate, run the submit
+//!   list with its events, read outputs. Needs only a [`nvdla_port::device::Device`].
+//! - [`emu`]: the CPU executor of EMU1 tasks (power, softmax), bit-exact with upstream.
+//! - [`fp16`]: upstream's half-precision conversions (ties away from zero).
+//! - [`image`]: PGM/JPEG input and its conversion to the input tensor; output tensors as
+//!   `.dimg` images.
 //! - [`dimg`]: the upstream `.dimg` image format (read, write byte-identical to upstream,
 //!   the `--rawdump` text and the `printBuffer` debug view).
+//! - [`device`]: choosing a backend ([`device::open_device`], the seam where backends are
+//!   wired in) and a host-memory [`device::MockDevice`].
+//! - [`app`], [`server`]: the `nvdla-runtime` command and its server mode.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod app;
 mod cfmt;
+pub mod device;
 pub mod dimg;
+pub mod emu;
+pub mod error;
+pub mod fp16;
+pub mod image;
+pub mod runtime;
+pub mod server;
+
+pub use device::{open_device, DeviceKind, HwConfig, MockDevice};
+pub use error::{Direction, Error};
+pub use runtime::{RunOptions, Runtime, TensorDesc};

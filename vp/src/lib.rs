@@ -1,1 +1,28 @@
-//! vp crate
+//! NVDLA virtual platform: a bit-exact functional model of the NVDLA hardware.
+//!
+//! Module map:
+//! - [`config`]: the hardware builds (nv_full, nv_large, nv_small) as one parameter table.
+//! - [`mem`]: sparse DRAM and CVSRAM with checked DMA accesses.
+//! - [`regs`]: generated register maps (v1 and v2) and per-block register files with
+//!   ping-pong groups.
+//! - [`glb`]: interrupt status, mask, set, write-1-to-clear and the IRQ line.
+//! - [`vp`]: the platform: CSB bus dispatch, engine launch and completion.
+//! - [`engines`]: BDMA, SDP, PDP, CDP, RUBIK and the shared feature-cube layout.
+//! - [`arith`]: fixed-point helpers shared by the engines.
+//! - [`fp`]: fp16/fp17/fp32 bit-pattern arithmetic of the datapaths.
+//! - [`trace`]: players for v1 `input.txn` and v2 `.cfg` trace tests.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod arith;
+pub mod config;
+pub mod engines;
+pub mod fp;
+pub mod glb;
+pub mod mem;
+pub mod regs;
+pub mod trace;
+pub mod vp;
+
+pub use config::{HwConfig, HwVersion};
+pub use vp::Vp;

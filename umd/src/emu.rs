@@ -1,0 +1,699 @@
+//! The CPU emulator: EMU1 tasks (power, softmax) run by the runtime itself.
+//!
+//! An EMU1 task is, like a DLA1 task, an address list whose entry 0 holds the network
+//! descriptor; the network descriptor names the address-list slots of the operation list and
+//! of the buffer-descriptor list, and every buffer descriptor names the slot (plus a byte
+//! offset) of its surface. Upstream's `Emulator` walks the operations in order and computes
+//! each one on the host; this module does the same, with the arithmetic, conversions and
+//! quirks of upstream kept exactly:
+//!
+//! - **power** `y = (shift + scale * x) ^ power`, element by element over the source cube,
+//!   with source and destination addressed through their own strides. fp16 data is computed
+//!   in f32 (`powf`) and rounded back to half (ties away, see [`crate::fp16`]); int8 data is
+//!   multiplied by the input scale factor first, divided by the output scale factor after,
+//!   and saturated to i8 (truncating toward zero).
+//! - **softmax** over the channels of a 1x1 cube. Upstream reads the channels as *contiguous*
+//!   elements from the start of the surface, ignoring strides (correct for the 1x1xC outputs
+//!   compilers produce, with at most 16 fp16 or 32 int8 channels per group); so does this
+//!   module. The maximum is subtracted before `expf`, the sum is accumulated in f32 in channel
+//!   order. int8 data goes through half precision exactly as upstream does.
+//!
+//! Only the formats upstream's emulator accepts are accepted (fp16 and the two int8 layouts
+//! for power; fp16 and int8 for softmax); others, and differing source and destination
+//! formats, fail as they do there, but with an error instead of a silent failure.
+
+use nvdla_loadable::emu::{
+    BufferDesc, BufferFormat, EmuDecodeError, Layout, NetworkDesc, OpBufferDescs, OpDesc,
+    PowerOpDesc, SoftmaxOpDesc,
+};
+use nvdla_loadable::Descriptor;
+use thiserror::Error;
+
+use crate::fp16::{f16_to_f32, f32_to_f16};
+
+/// Why an EMU task or operation failed.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum EmuError {
+    /// A descriptor could not be decoded.
+    #[error("{what}: {detail}")]
+    Decode {
+        /// Which descriptor.
+        what: &'static str,
+        /// Decoder message.
+        detail: String,
+    },
+    /// The operation list's length fits neither descriptor layout.
+    #[error("operation list of {len} bytes does not hold {num_operations} operations in either EMU layout")]
+    UnknownLayout {
+        /// Bytes available for the operation list.
+        len: usize,
+        /// Operations the network descriptor announces.
+        num_operations: u16,
+    },
+    /// A descriptor names an address-list slot the task does not have (or that has no
+    /// host-visible memory, such as SRAM).
+    #[error("{what} names address-list slot {index}, which the task does not map")]
+    BadSlot {
+        /// Which reference.
+        what: &'static str,
+        /// The slot index.
+        index: i64,
+    },
+    /// Source and destination formats differ (upstream does not support it either).
+    #[error("source format {src} and destination format {dst} differ")]
+    FormatMismatch {
+        /// Source `format` field.
+        src: u16,
+        /// Destination `format` field.
+        dst: u16,
+    },
+    /// The operation does not support the data format.
+    #[error("{op} does not support buffer format {format}")]
+    UnsupportedFormat {
+        /// The operation.
+        op: &'static str,
+        /// The `format` field.
+        format: u16,
+    },
+    /// An element lies outside the memory behind its slot.
+    #[error("{what} element at byte {end} overruns its {size}-byte memory")]
+    OutOfBounds {
+        /// Source or destination.
+        what: &'static str,
+        /// End of the element relative to the slot's memory window.
+        end: u64,
+        /// Bytes available.
+        size: u64,
+    },
+}
+
+impl EmuError {
+    fn decode(what: &'static str, e: impl core::fmt::Display) -> Self {
+        EmuError::Decode {
+            what,
+            detail: e.to_string(),
+        }
+    }
+}
+
+/// One decoded EMU operation: its descriptor and its buffers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EmuOp {
+    /// The operation descriptor (with scale factors 1.0 for legacy blobs).
+    pub op: OpDesc,
+    /// Its source and destination buffers.
+    pub buffers: OpBufferDescs,
+}
+
+/// A decoded EMU1 task.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EmuTask {
+    /// The network descriptor.
+    pub network: NetworkDesc,
+    /// Which revision of the interface the blobs use.
+    pub layout: Layout,
+    /// The operations, in execution order.
+    pub ops: Vec<EmuOp>,
+}
+
+/// Host access to the memory of an EMU task's address-list slots.
+///
+/// `slot` is the index into the task's address list; the window starts at that address
+/// entry's offset inside its memory and runs to the end of the memory.
+pub trait SlotMemory {
+    /// Number of slots of the task.
+    fn slot_count(&self) -> usize;
+    /// The bytes of slot `slot`, from the address's offset to the end of its memory; `None`
+    /// if the slot has no host-visible memory.
+    fn slot(&mut self, slot: usize) -> Option<&mut [u8]>;
+    /// Length of the data the loadable placed at slot `slot` (the blob that fills it), if
+    /// known; used to tell the two EMU descriptor layouts apart.
+    fn content_len(&self, slot: usize) -> Option<usize> {
+        let _ = slot;
+        None
+    }
+}
+
+fn slot_index(what: &'static str, index: i64, count: usize) -> Result<usize, EmuError> {
+    usize::try_from(index)
+        .ok()
+        .filter(|&i| i < count)
+        .ok_or(EmuError::BadSlot { what, index })
+}
+
+fn read_slot(
+    mem: &mut dyn SlotMemory,
+    what: &'static str,
+    index: i64,
+) -> Result<Vec<u8>, EmuError> {
+    let i = slot_index(what, index, mem.slot_count())?;
+    mem.slot(i)
+        .map(|s| s.to_vec())
+        .ok_or(EmuError::BadSlot { what, index })
+}
+
+/// Decodes the task: network descriptor from slot 0, then every operation and its buffers.
+///
+/// The operation list's length (the blob that fills it, see [`SlotMemory::content_len`], or
+/// else its memory) tells the legacy (pre-INT8) and current layouts apart.
+pub fn decode_task(mem: &mut dyn SlotMemory) -> Result<EmuTask, EmuError> {
+    let net_bytes = read_slot(mem, "task address list entry 0", 0)?;
+    let network = NetworkDesc::decode_from(&net_bytes)
+        .map_err(|e| EmuError::decode("emu_network_desc", e))?;
+    let ops_bytes = read_slot(
+        mem,
+        "emu_network_desc.operation_desc_index",
+        i64::from(network.operation_desc_index),
+    )?;
+    let bufs_bytes = read_slot(
+        mem,
+        "emu_network_desc.operation_buffer_desc_index",
+        i64::from(network.operation_buffer_desc_index),
+    )?;
+    let n = network.num_operations;
+    let op_list_len = usize::try_from(network.operation_desc_index)
+        .ok()
+        .and_then(|i| mem.content_len(i));
+    let layout = match op_list_len {
+        Some(len) => Layout::from_op_list_len(len, n),
+        None => Layout::from_op_list_len(ops_bytes.len(), n),
+    }
+    .or_else(|| {
+        // The memory may be larger than the list (rounded allocation): prefer the current
+        // layout when both fit, as the last compiler writes it.
+        let cur = usize::from(n) * Layout::Current.operation_container_size();
+        let leg = usize::from(n) * Layout::Legacy.operation_container_size();
+        if n == 0 {
+            None
+        } else if op_list_len.is_none() && ops_bytes.len() >= cur {
+            Some(Layout::Current)
+        } else if op_list_len.is_none() && ops_bytes.len() >= leg {
+            Some(Layout::Legacy)
+        } else {
+            None
+        }
+    });
+    let layout = match (layout, n) {
+        (Some(l), _) => l,
+        (None, 0) => Layout::Current,
+        (None, _) => {
+            return Err(EmuError::UnknownLayout {
+                len: op_list_len.unwrap_or(ops_bytes.len()),
+                num_operations: n,
+            })
+        }
+    };
+    let mut ops = Vec::with_capacity(usize::from(n));
+    for i in 0..usize::from(n) {
+        let op = OpDesc::decode_slot_layout(layout, &ops_bytes, i).map_err(|e| match e {
+            EmuDecodeError::Decode(d) => EmuError::decode("emu operation", d),
+            EmuDecodeError::Invalid(v) => EmuError::decode("emu operation", v),
+        })?;
+        let buffers = OpBufferDescs::decode_slot_layout(layout, op.op_type(), &bufs_bytes, i)
+            .map_err(|e| match e {
+                EmuDecodeError::Decode(d) => EmuError::decode("emu operation buffers", d),
+                EmuDecodeError::Invalid(v) => EmuError::decode("emu operation buffers", v),
+            })?;
+        ops.push(EmuOp { op, buffers });
+    }
+    Ok(EmuTask {
+        network,
+        layout,
+        ops,
+    })
+}
+
+/// Runs every operation of a decoded task on `mem`, in order.
+pub fn execute_task(task: &EmuTask, mem: &mut dyn SlotMemory) -> Result<(), (usize, EmuError)> {
+    for (i, op) in task.ops.iter().enumerate() {
+        execute_op(op, mem).map_err(|e| (i, e))?;
+    }
+    Ok(())
+}
+
+/// Runs one operation on `mem`.
+pub fn execute_op(op: &EmuOp, mem: &mut dyn SlotMemory) -> Result<(), EmuError> {
+    let src = op.buffers.src_data();
+    let dst = op.buffers.dst_data();
+    if src.format != dst.format {
+        return Err(EmuError::FormatMismatch {
+            src: src.format,
+            dst: dst.format,
+        });
+    }
+    // Copy the source window first: source and destination may share a memory.
+    let src_bytes = read_slot(
+        mem,
+        "emu_buffer_desc.addressIndex (src)",
+        i64::from(src.address_index),
+    )?;
+    let src_bytes = window(&src_bytes, src, "source")?;
+    let di = slot_index(
+        "emu_buffer_desc.addressIndex (dst)",
+        i64::from(dst.address_index),
+        mem.slot_count(),
+    )?;
+    let dst_mem = mem.slot(di).ok_or(EmuError::BadSlot {
+        what: "emu_buffer_desc.addressIndex (dst)",
+        index: i64::from(dst.address_index),
+    })?;
+    let dst_bytes = window_mut(dst_mem, dst, "destination")?;
+    match &op.op {
+        OpDesc::Power(p) => power(p, src, dst, src_bytes, dst_bytes),
+        OpDesc::Softmax(s) => softmax(s, src, dst, src_bytes, dst_bytes),
+    }
+}
+
+fn window<'a>(bytes: &'a [u8], d: &BufferDesc, what: &'static str) -> Result<&'a [u8], EmuError> {
+    bytes
+        .get(d.address_index_offset as usize..)
+        .ok_or(EmuError::OutOfBounds {
+            what,
+            end: u64::from(d.address_index_offset),
+            size: bytes.len() as u64,
+        })
+}
+
+fn window_mut<'a>(
+    bytes: &'a mut [u8],
+    d: &BufferDesc,
+    what: &'static str,
+) -> Result<&'a mut [u8], EmuError> {
+    let size = bytes.len() as u64;
+    bytes
+        .get_mut(d.address_index_offset as usize..)
+        .ok_or(EmuError::OutOfBounds {
+            what,
+            end: u64::from(d.address_index_offset),
+            size,
+        })
+}
+
+/// Byte offset of element (w, h, c) by upstream's `getAddrOffset`: channels grouped
+/// 32 bytes (fp16: 16 channels, int8: 32) or 8 bytes (`INT8_8`) per surface.
+fn element_offset(d: &BufferDesc, w: u32, h: u32, c: u32) -> Result<u64, EmuError> {
+    let format = d.format().map_err(|_| EmuError::UnsupportedFormat {
+        op: "power",
+        format: d.format,
+    })?;
+    let (group_bytes, bpe) = match format {
+        BufferFormat::Fp16 => (32u64, 2u64),
+        BufferFormat::Int8 => (32, 1),
+        BufferFormat::Int8Atom8 => (8, 1),
+        _ => {
+            return Err(EmuError::UnsupportedFormat {
+                op: "power",
+                format: d.format,
+            })
+        }
+    };
+    let per_group = group_bytes / bpe;
+    let (w, h, c) = (u64::from(w), u64::from(h), u64::from(c));
+    Ok((c / per_group) * u64::from(d.surf_stride)
+        + h * u64::from(d.line_stride)
+        + w * group_bytes
+        + (c % per_group) * bpe)
+}
+
+fn element<'a>(
+    bytes: &'a [u8],
+    off: u64,
+    len: usize,
+    what: &'static str,
+) -> Result<&'a [u8], EmuError> {
+    let start = usize::try_from(off).unwrap_or(usize::MAX);
+    bytes
+        .get(start..start.saturating_add(len))
+        .ok_or(EmuError::OutOfBounds {
+            what,
+            end: off.saturating_add(len as u64),
+            size: bytes.len() as u64,
+        })
+}
+
+fn element_mut<'a>(
+    bytes: &'a mut [u8],
+    off: u64,
+    len: usize,
+    what: &'static str,
+) -> Result<&'a mut [u8], EmuError> {
+    let size = bytes.len() as u64;
+    let start = usize::try_from(off).unwrap_or(usize::MAX);
+    bytes
+        .get_mut(start..start.saturating_add(len))
+        .ok_or(EmuError::OutOfBounds {
+            what,
+            end: off.saturating_add(len as u64),
+            size,
+        })
+}
+
+/// `saturate<float, int8>` of upstream: clamp, then convert truncating toward zero. A NaN
+/// passes the clamp and converts to 0 (what x86's `cvttss2si` gives, truncated to 8 bits).
+pub fn saturate_i8(v: f32) -> i8 {
+    if v.is_nan() {
+        return 0;
+    }
+    v.clamp(-128.0, 127.0) as i8
+}
+
+/// The power formula on one f32, as upstream evaluates it (no fused multiply-add).
+pub fn power_f32(p: &PowerOpDesc, x: f32) -> f32 {
+    let base = p.shift + p.scale * x;
+    base.powf(p.power)
+}
+
+fn power(
+    p: &PowerOpDesc,
+    src: &BufferDesc,
+    dst: &BufferDesc,
+    s: &[u8],
+    d: &mut [u8],
+) -> Result<(), EmuError> {
+    let format = src.format().map_err(|_| EmuError::UnsupportedFormat {
+        op: "power",
+        format: src.format,
+    })?;
+    for c in 0..u32::from(src.channel) {
+        for h in 0..u32::from(src.height) {
+            for w in 0..u32::from(src.width) {
+                let so = element_offset(src, w, h, c)?;
+                let dof = element_offset(dst, w, h, c)?;
+                match format {
+                    BufferFormat::Fp16 => {
+                        let e = element(s, so, 2, "source")?;
+                        let x = f16_to_f32(u16::from_le_bytes([e[0], e[1]]));
+                        let y = f32_to_f16(power_f32(p, x));
+                        element_mut(d, dof, 2, "destination")?.copy_from_slice(&y.to_le_bytes());
+                    }
+                    BufferFormat::Int8 | BufferFormat::Int8Atom8 => {
+                        let e = element(s, so, 1, "source")?;
+                        let x = f32::from(e[0] as i8) * p.common.input_scale_factor;
+                        let y = power_f32(p, x) / p.common.output_scale_factor;
+                        element_mut(d, dof, 1, "destination")?[0] = saturate_i8(y) as u8;
+                    }
+                    _ => {
+                        return Err(EmuError::UnsupportedFormat {
+                            op: "power",
+                            format: src.format,
+                        })
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Softmax of f32 values as upstream computes it: max, `expf(x - max)` summed in order in
+/// f32, then each `expf(x - max) / sum`.
+pub fn softmax_f32(x: &[f32]) -> Vec<f32> {
+    let mut max = f32::NEG_INFINITY;
+    for &v in x {
+        if v > max {
+            max = v;
+        }
+    }
+    let mut sum = 0.0f32;
+    for &v in x {
+        sum += (v - max).exp();
+    }
+    x.iter().map(|&v| (v - max).exp() / sum).collect()
+}
+
+fn softmax(
+    op: &SoftmaxOpDesc,
+    src: &BufferDesc,
+    dst: &BufferDesc,
+    s: &[u8],
+    d: &mut [u8],
+) -> Result<(), EmuError> {
+    let format = src.format().map_err(|_| EmuError::UnsupportedFormat {
+        op: "softmax",
+        format: src.format,
+    })?;
+    let n = usize::from(src.channel);
+    match format {
+        BufferFormat::Fp16 => {
+            let input = element(s, 0, n * 2, "source")?;
+            let x: Vec<f32> = input
+                .chunks_exact(2)
+                .map(|b| f16_to_f32(u16::from_le_bytes([b[0], b[1]])))
+                .collect();
+            let y = softmax_f32(&x);
+            let out = element_mut(d, 0, n * 2, "destination")?;
+            for (o, v) in out.chunks_exact_mut(2).zip(y) {
+                o.copy_from_slice(&f32_to_f16(v).to_le_bytes());
+            }
+            Ok(())
+        }
+        BufferFormat::Int8 | BufferFormat::Int8Atom8 => softmax_int8(op, src, dst, s, d),
+        _ => Err(EmuError::UnsupportedFormat {
+            op: "softmax",
+            format: src.format,
+        }),
+    }
+}
+
+fn softmax_int8(
+    op: &SoftmaxOpDesc,
+    src: &BufferDesc,
+    dst: &BufferDesc,
+    s: &[u8],
+    d: &mut [u8],
+) -> Result<(), EmuError> {
+    let n = usize::from(src.channel);
+    let input = element(s, 0, n, "source")?;
+    // Scale into half precision (int8 * float, rounded to half).
+    let halves: Vec<f32> = input
+        .iter()
+        .map(|&b| {
+            f16_to_f32(f32_to_f16(
+                f32::from(b as i8) * op.common.input_scale_factor,
+            ))
+        })
+        .collect();
+    let y: Vec<f32> = softmax_f32(&halves)
+        .into_iter()
+        .map(|v| f16_to_f32(f32_to_f16(v)))
+        .collect();
+    // Upstream writes dst.channel outputs from a dst.channel-sized half buffer whose first
+    // src.channel entries were computed; with differing counts the rest is uninitialised
+    // there, so we require them equal.
+    let m = usize::from(dst.channel);
+    if m != n {
+        return Err(EmuError::OutOfBounds {
+            what: "destination (channel count differs from source)",
+            end: m as u64,
+            size: n as u64,
+        });
+    }
+    let out = element_mut(d, 0, m, "destination")?;
+    for (o, v) in out.iter_mut().zip(y) {
+        *o = saturate_i8(v / op.common.output_scale_factor) as u8;
+    }
+    Ok(())
+}
+
+impl EmuTask {
+    /// True if the task's first operation is a power.
+    pub fn is_power(&self) -> bool {
+        matches!(self.ops.first().map(|o| &o.op), Some(OpDesc::Power(_)))
+    }
+
+    /// True if the task's first operation is a softmax.
+    pub fn is_softmax(&self) -> bool {
+        matches!(self.ops.first().map(|o| &o.op), Some(OpDesc::Softmax(_)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nvdla_loadable::emu::{CommonOpDesc, PowerBufferDescs, SoftmaxBufferDescs};
+
+    struct Mem(Vec<Vec<u8>>);
+    impl SlotMemory for Mem {
+        fn slot_count(&self) -> usize {
+            self.0.len()
+        }
+        fn slot(&mut self, slot: usize) -> Option<&mut [u8]> {
+            self.0.get_mut(slot).map(Vec::as_mut_slice)
+        }
+    }
+
+    fn buf(
+        slot: i16,
+        format: BufferFormat,
+        w: u16,
+        h: u16,
+        c: u16,
+        ls: u32,
+        ss: u32,
+    ) -> BufferDesc {
+        BufferDesc {
+            address_index: slot,
+            address_index_offset: 0,
+            size: 0,
+            format: format as u16,
+            width: w,
+            height: h,
+            channel: c,
+            line_stride: ls,
+            surf_stride: ss,
+        }
+    }
+
+    fn common(op_type: u8, input: f32, output: f32) -> CommonOpDesc {
+        CommonOpDesc {
+            op_type,
+            input_scale_factor: input,
+            output_scale_factor: output,
+        }
+    }
+
+    #[test]
+    fn power_fp16_strided_against_f64() {
+        // 3x2x20 fp16 cube (two channel groups), y = (1 + 0.5 x)^2.
+        let (w, h, c) = (3u16, 2u16, 20u16);
+        let ls = 3 * 32;
+        let ss = ls * 2;
+        let src = buf(0, BufferFormat::Fp16, w, h, c, ls, ss);
+        let dst = buf(1, BufferFormat::Fp16, w, h, c, ls, ss);
+        let mut input = vec![0u8; (ss * 2) as usize];
+        let val = |x: u32, y: u32, z: u32| (x as f32) * 0.75 - (y as f32) + (z as f32) * 0.0625;
+        for z in 0..u32::from(c) {
+            for y in 0..u32::from(h) {
+                for x in 0..u32::from(w) {
+                    let o = element_offset(&src, x, y, z).unwrap() as usize;
+                    input[o..o + 2].copy_from_slice(&f32_to_f16(val(x, y, z)).to_le_bytes());
+                }
+            }
+        }
+        let op = EmuOp {
+            op: OpDesc::Power(PowerOpDesc {
+                common: common(0, 1.0, 1.0),
+                power: 2.0,
+                scale: 0.5,
+                shift: 1.0,
+            }),
+            buffers: OpBufferDescs::Power(PowerBufferDescs {
+                src_data: src,
+                dst_data: dst,
+            }),
+        };
+        let mut mem = Mem(vec![input.clone(), vec![0xee; input.len()]]);
+        execute_op(&op, &mut mem).unwrap();
+        for z in 0..u32::from(c) {
+            for y in 0..u32::from(h) {
+                for x in 0..u32::from(w) {
+                    let o = element_offset(&dst, x, y, z).unwrap() as usize;
+                    let got = f16_to_f32(u16::from_le_bytes([mem.0[1][o], mem.0[1][o + 1]]));
+                    let xin = f64::from(f16_to_f32(f32_to_f16(val(x, y, z))));
+                    let want = (1.0 + 0.5 * xin).powi(2);
+                    let ulp = 2f64.powi((want.abs().log2().floor() as i32).max(-14) - 10);
+                    assert!(
+                        (f64::from(got) - want).abs() <= ulp / 2.0 + 1e-6,
+                        "{x},{y},{z}: {got} vs {want}"
+                    );
+                }
+            }
+        }
+        // Bytes between elements (channel padding of the second group) are untouched.
+        let pad = element_offset(&dst, 0, 0, 20).unwrap() as usize;
+        assert_eq!(mem.0[1][pad], 0xee);
+    }
+
+    #[test]
+    fn power_int8_scales_and_saturates() {
+        let src = buf(0, BufferFormat::Int8Atom8, 1, 1, 4, 8, 8);
+        let dst = buf(0, BufferFormat::Int8Atom8, 1, 1, 4, 8, 8);
+        let op = EmuOp {
+            op: OpDesc::Power(PowerOpDesc {
+                common: common(0, 0.5, 0.25),
+                power: 1.0,
+                scale: 3.0,
+                shift: 0.0,
+            }),
+            buffers: OpBufferDescs::Power(PowerBufferDescs {
+                src_data: src,
+                dst_data: dst,
+            }),
+        };
+        // In place: x * 0.5 * 3 / 0.25 = 6x, truncated toward zero, saturated.
+        let mut mem = Mem(vec![vec![1, 0xff, 30, 0x80, 0, 0, 0, 0]]);
+        execute_op(&op, &mut mem).unwrap();
+        assert_eq!(mem.0[0][..4], [6, (-6i8) as u8, 127, (-128i8) as u8]);
+    }
+
+    #[test]
+    fn softmax_int8_goes_through_half() {
+        let src = buf(0, BufferFormat::Int8, 1, 1, 3, 32, 32);
+        let dst = buf(1, BufferFormat::Int8, 1, 1, 3, 32, 32);
+        let op = EmuOp {
+            op: OpDesc::Softmax(SoftmaxOpDesc {
+                common: common(1, 0.1, 1.0 / 127.0),
+                axis: 1,
+            }),
+            buffers: OpBufferDescs::Softmax(SoftmaxBufferDescs {
+                src_data: src,
+                dst_data: dst,
+            }),
+        };
+        let mut mem = Mem(vec![vec![10, 20, 0], vec![0; 3]]);
+        execute_op(&op, &mut mem).unwrap();
+        // Independently: logits 1, 2, 0 → softmax ≈ 0.2447, 0.6652, 0.0900; × 127, truncated.
+        let got: Vec<i8> = mem.0[1].iter().map(|&b| b as i8).collect();
+        assert_eq!(got, vec![31, 84, 11]);
+    }
+
+    #[test]
+    fn mismatched_and_unsupported_formats_fail() {
+        let op = |sf, df| EmuOp {
+            op: OpDesc::Softmax(SoftmaxOpDesc {
+                common: common(1, 1.0, 1.0),
+                axis: 1,
+            }),
+            buffers: OpBufferDescs::Softmax(SoftmaxBufferDescs {
+                src_data: buf(0, sf, 1, 1, 2, 32, 32),
+                dst_data: buf(0, df, 1, 1, 2, 32, 32),
+            }),
+        };
+        let mut mem = Mem(vec![vec![0; 64]]);
+        assert!(matches!(
+            execute_op(&op(BufferFormat::Fp16, BufferFormat::Int8), &mut mem),
+            Err(EmuError::FormatMismatch { .. })
+        ));
+        assert!(matches!(
+            execute_op(&op(BufferFormat::Int16, BufferFormat::Int16), &mut mem),
+            Err(EmuError::UnsupportedFormat { .. })
+        ));
+        // A slot the task does not have.
+        let mut bad = op(BufferFormat::Fp16, BufferFormat::Fp16);
+        if let OpBufferDescs::Softmax(b) = &mut bad.buffers {
+            b.dst_data.address_index = 7;
+        }
+        assert!(matches!(
+            execute_op(&bad, &mut mem),
+            Err(EmuError::BadSlot { .. })
+        ));
+        // Elements past the memory.
+        let mut big = op(BufferFormat::Fp16, BufferFormat::Fp16);
+        if let OpBufferDescs::Softmax(b) = &mut big.buffers {
+            b.src_data.channel = 100;
+        }
+        assert!(matches!(
+            execute_op(&big, &mut mem),
+            Err(EmuError::OutOfBounds { .. })
+        ));
+    }
+
+    #[test]
+    fn saturate_matches_upstream() {
+        assert_eq!(saturate_i8(1e9), 127);
+        assert_eq!(saturate_i8(-1e9), -128);
+        assert_eq!(saturate_i8(-1.9), -1);
+        assert_eq!(saturate_i8(126.99), 126);
+        assert_eq!(saturate_i8(f32::NAN), 0);
+    }
+}

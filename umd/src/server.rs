@@ -1,0 +1,219 @@
+//! Server mode (`-s`): upstream's regression client protocol over TCP.
+//!
+//! Every message, in both directions, is its length in decimal followed by `\n`, then that
+//! many bytes. The client sends a command and the server answers:
+//!
+//! | command | then the client sends | server replies |
+//! | --- | --- | --- |
+//! | `GET_WELCOME` | | `Hello World!` |
+//! | `QUERY_FLATBUF` | | `YES` if a loadable is cached, else `NO` |
+//! | `READ_FLATBUF` | the loadable | nothing (it is cached) |
+//! | `RUN_FLATBUF` | | `[OK] Test PASSED!` or `[OK] Test FAILED!` |
+//! | `RUN_IMAGE_<name>` | the image file | as `RUN_FLATBUF`, run with that image |
+//! | `GET_NUMOUTPUTS` | | the number of outputs of the last run, in decimal |
+//! | `GET_OUTPUT` | the output index, in decimal | that output as a `.dimg` |
+//! | `SHUTDOWN` | | `ACK_SHUTDOWN`, and the server exits |
+//!
+//! Upstream serves port 6666 (here `--port`, default 6666). Differences: an image name is
+//! reduced to its file name and stored in a private temporary directory (upstream writes it
+//! into the working directory under whatever name the client sent); `GET_OUTPUT` honours the
+//! index; before any run it answers with an empty message instead of crashing. An unknown
+//! command ends the connection, as upstream, and the server waits for the next client.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+
+use nvdla_port::device::Device;
+
+use crate::app::{infer, AppError, Args};
+use crate::dimg::DlaImage;
+
+/// Longest size line accepted (upstream's message buffer).
+const MAX_SIZE_LINE: usize = 256;
+/// Largest message accepted (upstream's 512 MiB).
+pub const MAX_MESSAGE: usize = 1 << 29;
+
+/// Reads one framed message.
+pub fn read_message(r: &mut impl BufRead) -> std::io::Result<Vec<u8>> {
+    let mut line = Vec::new();
+    loop {
+        let mut b = [0u8; 1];
+        r.read_exact(&mut b)?;
+        if b[0] == b'\n' {
+            break;
+        }
+        line.push(b[0]);
+        if line.len() > MAX_SIZE_LINE {
+            return Err(bad("no separator after the size"));
+        }
+    }
+    let text = String::from_utf8_lossy(&line);
+    let size: usize = text
+        .trim()
+        .parse()
+        .map_err(|_| bad(&format!("size '{text}' is not a number")))?;
+    if size == 0 {
+        return Err(bad("data size can't be 0"));
+    }
+    if size > MAX_MESSAGE {
+        return Err(bad(&format!("size {size} exceeds {MAX_MESSAGE} bytes")));
+    }
+    let mut data = vec![0u8; size];
+    r.read_exact(&mut data)?;
+    Ok(data)
+}
+
+/// Writes one framed message.
+pub fn write_message(w: &mut impl Write, data: &[u8]) -> std::io::Result<()> {
+    w.write_all(format!("{}\n", data.len()).as_bytes())?;
+    w.write_all(data)?;
+    w.flush()
+}
+
+fn bad(msg: &str) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidData, msg.to_string())
+}
+
+/// State kept across commands and connections.
+struct Session<'a> {
+    args: &'a Args,
+    dev: &'a mut dyn Device,
+    loadable: Option<Vec<u8>>,
+    outputs: Vec<DlaImage>,
+    image_dir: PathBuf,
+    running: bool,
+}
+
+impl Session<'_> {
+    fn execute(&mut self, image: Option<PathBuf>, log: &mut dyn Write) -> &'static [u8] {
+        self.outputs.clear();
+        let Some(loadable) = self.loadable.as_deref() else {
+            let _ = writeln!(log, "error: no loadable cached (READ_FLATBUF first)");
+            return b"[OK] Test FAILED!";
+        };
+        match infer(
+            self.dev,
+            loadable,
+            image.as_deref(),
+            &self.args.image_options(),
+            &self.args.run_options(),
+            log,
+        ) {
+            Ok(o) => {
+                self.outputs = o.outputs;
+                b"[OK] Test PASSED!"
+            }
+            Err(AppError(e)) => {
+                let _ = writeln!(log, "error: {e}");
+                b"[OK] Test FAILED!"
+            }
+        }
+    }
+
+    /// Handles one connection until it ends, fails, or shuts the server down.
+    fn connection(&mut self, stream: TcpStream, log: &mut dyn Write) -> std::io::Result<()> {
+        let mut w = stream.try_clone()?;
+        let mut r = BufReader::new(stream);
+        while self.running {
+            let cmd = read_message(&mut r)?;
+            let cmd = String::from_utf8_lossy(&cmd).into_owned();
+            let _ = writeln!(log, "received command: {{{cmd}}}");
+            match cmd.as_str() {
+                "GET_WELCOME" => write_message(&mut w, b"Hello World!")?,
+                "QUERY_FLATBUF" => {
+                    let answer: &[u8] = if self.loadable.is_some() {
+                        b"YES"
+                    } else {
+                        b"NO"
+                    };
+                    write_message(&mut w, answer)?
+                }
+                "READ_FLATBUF" => self.loadable = Some(read_message(&mut r)?),
+                "RUN_FLATBUF" => {
+                    let reply = self.execute(None, log);
+                    write_message(&mut w, reply)?
+                }
+                "GET_NUMOUTPUTS" => {
+                    write_message(&mut w, self.outputs.len().to_string().as_bytes())?
+                }
+                "GET_OUTPUT" => {
+                    let index = read_message(&mut r)?;
+                    let index: usize = String::from_utf8_lossy(&index).trim().parse().unwrap_or(0);
+                    let data = self
+                        .outputs
+                        .get(index)
+                        .map(DlaImage::write)
+                        .unwrap_or_default();
+                    write_message(&mut w, &data)?
+                }
+                "SHUTDOWN" => {
+                    self.running = false;
+                    write_message(&mut w, b"ACK_SHUTDOWN")?
+                }
+                c if c.contains("RUN_IMAGE") => {
+                    let name = c.rsplit('_').next().unwrap_or("image");
+                    let name = std::path::Path::new(name)
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_else(|| "image".into());
+                    let data = read_message(&mut r)?;
+                    let path = self.image_dir.join(name);
+                    std::fs::write(&path, data)?;
+                    let reply = self.execute(Some(path), log);
+                    write_message(&mut w, reply)?
+                }
+                other => return Err(bad(&format!("invalid command '{other}'"))),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Serves clients on `args.port` until one sends `SHUTDOWN`.
+pub fn serve(
+    args: &Args,
+    dev: &mut dyn Device,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<(), AppError> {
+    let listener = TcpListener::bind(("0.0.0.0", args.port))
+        .map_err(|e| AppError(format!("cannot listen on port {}: {e}", args.port)))?;
+    serve_on(listener, args, dev, out, err)
+}
+
+/// Serves clients on an already bound listener until one sends `SHUTDOWN`.
+pub fn serve_on(
+    listener: TcpListener,
+    args: &Args,
+    dev: &mut dyn Device,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<(), AppError> {
+    let image_dir = std::env::temp_dir().join(format!("nvdla-runtime-{}", std::process::id()));
+    std::fs::create_dir_all(&image_dir)
+        .map_err(|e| AppError(format!("cannot create {}: {e}", image_dir.display())))?;
+    let port = listener.local_addr().map(|a| a.port()).unwrap_or(args.port);
+    let _ = writeln!(out, "listening at port:{port}");
+    let _ = writeln!(out, "Ready for Client Connection...");
+    let _ = out.flush();
+    let mut session = Session {
+        args,
+        dev,
+        loadable: None,
+        outputs: Vec::new(),
+        image_dir: image_dir.clone(),
+        running: true,
+    };
+    while session.running {
+        let (stream, peer) = listener
+            .accept()
+            .map_err(|e| AppError(format!("accept failed: {e}")))?;
+        let _ = writeln!(err, "client connected from {peer}");
+        if let Err(e) = session.connection(stream, err) {
+            let _ = writeln!(err, "connection ended: {e}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&image_dir);
+    Ok(())
+}

@@ -1,0 +1,260 @@
+//! Processing engines and what they share: precisions and feature-cube layout.
+//!
+//! A feature cube in NVDLA memory is stored in "surfaces" of one memory atom worth of
+//! channels (32 B on nv_full/nv_large, 8 B on nv_small): element (x, y, c) lives at
+//! `base + (c / cpa) * surface_stride + y * line_stride + x * atom + (c % cpa) * bpe`,
+//! where `cpa = atom / bpe` channels are packed per atom (hwarch, "Data Formats",
+//! "Feature Data Format"). Engines read whole cubes into plain vectors, compute, and write
+//! them back with the same layout, so the inner loops work on slices.
+
+pub mod bdma;
+pub mod cdp;
+pub mod pdp;
+pub mod rubik;
+pub mod sdp;
+
+use crate::mem::{MemError, Memory, RamType};
+
+/// Why an engine could not complete a layer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EngineError {
+    /// A DMA fell outside configured memory.
+    #[error(transparent)]
+    Mem(#[from] MemError),
+    /// The programmed registers describe something the hardware cannot do.
+    #[error("{block}: invalid programming: {msg}")]
+    Config {
+        /// Block name.
+        block: &'static str,
+        /// What is wrong.
+        msg: String,
+    },
+    /// Valid programming that this model does not implement (yet).
+    #[error("{block}: not modelled: {msg}")]
+    Unsupported {
+        /// Block name.
+        block: &'static str,
+        /// What is missing.
+        msg: String,
+    },
+}
+
+/// Element precision of a datapath (`*_PRECISION` / `*_DATA` register fields).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Precision {
+    /// Signed 8-bit integer.
+    Int8,
+    /// Signed 16-bit integer.
+    Int16,
+    /// IEEE half precision.
+    Fp16,
+}
+
+impl Precision {
+    /// Decodes the 2-bit field (0 int8, 1 int16, 2 fp16).
+    pub fn from_field(v: u32, block: &'static str) -> Result<Self, EngineError> {
+        match v & 3 {
+            0 => Ok(Precision::Int8),
+            1 => Ok(Precision::Int16),
+            2 => Ok(Precision::Fp16),
+            _ => Err(EngineError::Config {
+                block,
+                msg: format!("reserved precision value {v}"),
+            }),
+        }
+    }
+
+    /// Bytes per element.
+    pub fn bytes(self) -> u32 {
+        match self {
+            Precision::Int8 => 1,
+            _ => 2,
+        }
+    }
+}
+
+/// Checks a precision against the build's feature set.
+pub fn check_precision(
+    cfg: &crate::config::HwConfig,
+    p: Precision,
+    block: &'static str,
+) -> Result<(), EngineError> {
+    let ok = match p {
+        Precision::Int8 => true,
+        Precision::Int16 => cfg.features.int16,
+        Precision::Fp16 => cfg.features.fp16,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(EngineError::Config {
+            block,
+            msg: format!("{p:?} is not supported by {}", cfg.name),
+        })
+    }
+}
+
+/// Where a feature cube lives and how it is laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CubeLayout {
+    /// Memory interface.
+    pub ram: RamType,
+    /// Address of element (0, 0, 0).
+    pub base: u64,
+    /// Bytes between lines.
+    pub line_stride: u64,
+    /// Bytes between surfaces.
+    pub surf_stride: u64,
+    /// Width in elements.
+    pub w: usize,
+    /// Height in elements.
+    pub h: usize,
+    /// Channels.
+    pub c: usize,
+    /// Element precision.
+    pub prec: Precision,
+    /// Memory atom in bytes.
+    pub atom: u32,
+}
+
+/// Largest cube (in elements) the model will materialise. Register fields allow up to
+/// 8192 x 8192 x 8192; a layer beyond this limit is refused with
+/// [`EngineError::Unsupported`] instead of exhausting host memory.
+pub const MAX_CUBE_ELEMENTS: usize = 1 << 28;
+
+/// Checks `w * h * c` against [`MAX_CUBE_ELEMENTS`].
+pub fn check_cube(block: &'static str, w: usize, h: usize, c: usize) -> Result<(), EngineError> {
+    match w.checked_mul(h).and_then(|v| v.checked_mul(c)) {
+        Some(n) if n <= MAX_CUBE_ELEMENTS => Ok(()),
+        _ => Err(EngineError::Unsupported {
+            block,
+            msg: format!(
+                "{w}x{h}x{c} cube exceeds the model's limit of {MAX_CUBE_ELEMENTS} elements"
+            ),
+        }),
+    }
+}
+
+impl CubeLayout {
+    /// Channels per atom.
+    pub fn cpa(&self) -> usize {
+        (self.atom / self.prec.bytes()).max(1) as usize
+    }
+
+    /// Number of surfaces.
+    pub fn surfaces(&self) -> usize {
+        self.c.div_ceil(self.cpa())
+    }
+
+    fn line_addr(&self, s: usize, y: usize) -> u64 {
+        self.base
+            .wrapping_add((s as u64).wrapping_mul(self.surf_stride))
+            .wrapping_add((y as u64).wrapping_mul(self.line_stride))
+    }
+
+    /// Reads the cube as signed integers (fp16 as its raw 16 bits, zero-extended),
+    /// index `(c * h + y) * w + x`.
+    pub fn read(&self, mem: &Memory) -> Result<Vec<i32>, EngineError> {
+        let (w, h, c) = (self.w, self.h, self.c);
+        check_cube("DMA", w, h, c)?;
+        let mut out = vec![0i32; w * h * c];
+        let cpa = self.cpa();
+        let bpe = self.prec.bytes() as usize;
+        let mut line = vec![0u8; w * self.atom as usize];
+        for s in 0..self.surfaces() {
+            for y in 0..h {
+                mem.read(self.ram, self.line_addr(s, y), &mut line)?;
+                for x in 0..w {
+                    for k in 0..cpa {
+                        let ch = s * cpa + k;
+                        if ch >= c {
+                            break;
+                        }
+                        let o = x * self.atom as usize + k * bpe;
+                        let v = match self.prec {
+                            Precision::Int8 => i32::from(line[o] as i8),
+                            Precision::Int16 => {
+                                i32::from(i16::from_le_bytes([line[o], line[o + 1]]))
+                            }
+                            Precision::Fp16 => {
+                                i32::from(u16::from_le_bytes([line[o], line[o + 1]]))
+                            }
+                        };
+                        out[(ch * h + y) * w + x] = v;
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Writes a cube given in the order of [`CubeLayout::read`]. Values are stored as
+    /// their low 8 or 16 bits; channels past `c` in the last surface are written as zero
+    /// (the write DMA always writes whole atoms).
+    pub fn write(&self, mem: &mut Memory, data: &[i32]) -> Result<(), EngineError> {
+        let (w, h, c) = (self.w, self.h, self.c);
+        check_cube("DMA", w, h, c)?;
+        let cpa = self.cpa();
+        let bpe = self.prec.bytes() as usize;
+        let mut line = vec![0u8; w * self.atom as usize];
+        for s in 0..self.surfaces() {
+            for y in 0..h {
+                line.fill(0);
+                for x in 0..w {
+                    for k in 0..cpa {
+                        let ch = s * cpa + k;
+                        if ch >= c {
+                            break;
+                        }
+                        let v = data.get((ch * h + y) * w + x).copied().unwrap_or(0);
+                        let o = x * self.atom as usize + k * bpe;
+                        if bpe == 1 {
+                            line[o] = v as u8;
+                        } else {
+                            line[o..o + 2].copy_from_slice(&(v as u16).to_le_bytes());
+                        }
+                    }
+                }
+                mem.write(self.ram, self.line_addr(s, y), &line)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Joins a HIGH/LOW register pair into a 64-bit address.
+pub fn addr64(high: u32, low: u32) -> u64 {
+    (u64::from(high) << 32) | u64::from(low)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cube_round_trip_int16_partial_surface() {
+        let mut mem = Memory::new(64, false);
+        let l = CubeLayout {
+            ram: RamType::Dram,
+            base: 0x1000,
+            line_stride: 0x40,
+            surf_stride: 0x100,
+            w: 2,
+            h: 2,
+            c: 20,
+            prec: Precision::Int16,
+            atom: 32,
+        };
+        let data: Vec<i32> = (0..80).map(|i| i * 300 - 12000).collect();
+        l.write(&mut mem, &data).unwrap();
+        assert_eq!(l.read(&mem).unwrap(), data);
+        // channel 17 of (x=1, y=1): surface 1, offset 0x100 + 0x40 + 32 + 2
+        let v = mem
+            .read_vec(RamType::Dram, 0x1000 + 0x100 + 0x40 + 32 + 2, 2)
+            .unwrap();
+        assert_eq!(
+            i16::from_le_bytes([v[0], v[1]]) as i32,
+            data[(17 * 2 + 1) * 2 + 1]
+        );
+    }
+}

@@ -1,0 +1,347 @@
+//! Floating-point formats of the datapaths: fp16 (1-5-10), fp17 (1-6-10) and fp32
+//! (1-8-23), as bit patterns.
+//!
+//! The C model implements them in `cmod/hls/include/nvdla_float.h`; the rules below were
+//! checked against it bit for bit on random operands:
+//!
+//! - no infinities are produced: overflow saturates to the largest finite value
+//!   (`SetToInf` sets exponent max-1, mantissa all ones); infinite inputs of the
+//!   conversions also become the largest finite value;
+//! - the adders and multipliers treat a zero exponent with a non-zero mantissa as
+//!   `1.m * 2^-bias` (the implied one is only dropped for exact zero) and an infinite
+//!   input as the finite `2^(emax - bias)`; results below the smallest normal flush to
+//!   zero; rounding is to nearest-even over the exact result;
+//! - a zero sum takes the sign of the operand of larger magnitude (`a` when equal);
+//! - NaN operands propagate unchanged; conversions keep a NaN's low mantissa bits;
+//! - conversions to fp16 (`DENORM_YES`) produce subnormals, to fp17/fp32 flush them;
+//!   fp17 inputs with a zero exponent read as `1.m * 2^-31` like in the arithmetic.
+
+/// A binary floating-point format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Format {
+    /// Exponent bits.
+    pub exp: u32,
+    /// Mantissa (fraction) bits.
+    pub mant: u32,
+}
+
+/// IEEE half precision.
+pub const FP16: Format = Format { exp: 5, mant: 10 };
+/// NVDLA's 17-bit float (6-bit exponent, bias 31).
+pub const FP17: Format = Format { exp: 6, mant: 10 };
+/// IEEE single precision.
+pub const FP32: Format = Format { exp: 8, mant: 23 };
+
+impl Format {
+    fn bias(self) -> i32 {
+        (1 << (self.exp - 1)) - 1
+    }
+
+    fn emax_field(self) -> u64 {
+        (1 << self.exp) - 1
+    }
+
+    /// Splits bits into (sign, exponent field, mantissa field).
+    pub fn fields(self, bits: u64) -> (u64, u64, u64) {
+        let m = bits & ((1 << self.mant) - 1);
+        let e = (bits >> self.mant) & self.emax_field();
+        let s = (bits >> (self.mant + self.exp)) & 1;
+        (s, e, m)
+    }
+
+    /// True for NaN.
+    pub fn is_nan(self, bits: u64) -> bool {
+        let (_, e, m) = self.fields(bits);
+        e == self.emax_field() && m != 0
+    }
+
+    /// Value as the C model's adders and multipliers see it (see the module notes).
+    fn arith_value(self, bits: u64) -> f64 {
+        let (s, e, m) = self.fields(bits);
+        let sign = if s == 1 { -1.0 } else { 1.0 };
+        if e == 0 && m == 0 {
+            return sign * 0.0;
+        }
+        let frac = m as f64 / (1u64 << self.mant) as f64;
+        sign * (1.0 + frac) * 2f64.powi(e as i32 - self.bias())
+    }
+
+    fn is_inf(self, bits: u64) -> bool {
+        let (_, e, m) = self.fields(bits);
+        e == self.emax_field() && m == 0
+    }
+
+    /// Largest finite value with the given sign bit.
+    pub fn max_finite(self, sign: u64) -> u64 {
+        (sign << (self.exp + self.mant))
+            | ((self.emax_field() - 1) << self.mant)
+            | ((1 << self.mant) - 1)
+    }
+
+    /// Value of a bit pattern (subnormals as IEEE; NaN and infinities mapped to f64's).
+    pub fn to_f64(self, bits: u64) -> f64 {
+        let (s, e, m) = self.fields(bits);
+        let sign = if s == 1 { -1.0 } else { 1.0 };
+        if e == self.emax_field() {
+            return if m == 0 {
+                sign * f64::INFINITY
+            } else {
+                f64::NAN
+            };
+        }
+        let frac = m as f64 / (1u64 << self.mant) as f64;
+        if e == 0 {
+            sign * frac * 2f64.powi(1 - self.bias())
+        } else {
+            sign * (1.0 + frac) * 2f64.powi(e as i32 - self.bias())
+        }
+    }
+
+    /// Canonical quiet NaN of the format.
+    pub fn nan(self) -> u64 {
+        (self.emax_field() << self.mant) | (1 << (self.mant - 1))
+    }
+
+    /// Rounds an f64 (which must hold the exact result, or one whose rounding cannot
+    /// create a tie) to nearest-even in this format. Overflow gives infinity; values
+    /// below the smallest normal become subnormals when `denorm`, else signed zero.
+    pub fn round(self, v: f64, denorm: bool) -> u64 {
+        self.round_ext(v, denorm, false, false)
+    }
+
+    /// [`Format::round`]; with `keep_emax`, a result whose exponent lands exactly on the
+    /// all-ones field without a rounding carry (an infinite operand in the adder) keeps
+    /// that exponent instead of saturating; with `flush_first`, values below the
+    /// smallest normal flush before rounding (the adder normalises first), otherwise
+    /// they are rounded and flushed only if still below it (multiplier, conversions).
+    fn round_ext(self, v: f64, denorm: bool, keep_emax: bool, flush_first: bool) -> u64 {
+        let sign: u64 = if v.is_sign_negative() { 1 } else { 0 };
+        let sbit = sign << (self.exp + self.mant);
+        if v.is_nan() {
+            return self.nan();
+        }
+        let a = v.abs();
+        if a.is_infinite() {
+            return self.max_finite(sign);
+        }
+        if a == 0.0 {
+            return sbit;
+        }
+        let min_normal = 2f64.powi(1 - self.bias());
+        if a < min_normal && (denorm || flush_first) {
+            if !denorm {
+                return sbit;
+            }
+            // Subnormal: units of 2^(1 - bias - mant).
+            let q = a / 2f64.powi(1 - self.bias() - self.mant as i32);
+            let r = round_half_even(q) as u64;
+            // r may reach 2^mant, which is exactly the smallest normal: bits line up.
+            return sbit | r;
+        }
+        let e = a.log2().floor() as i32;
+        // Correct log2 rounding at boundaries.
+        let mut e = e;
+        if 2f64.powi(e) > a {
+            e -= 1;
+        } else if 2f64.powi(e + 1) <= a {
+            e += 1;
+        }
+        let scaled = a / 2f64.powi(e - self.mant as i32); // in [2^mant, 2^(mant+1))
+        let mut r = round_half_even(scaled) as u64;
+        let mut carry = false;
+        if r >= (2u64 << self.mant) {
+            r >>= 1;
+            e += 1;
+            carry = true;
+        }
+        let ef = e + self.bias();
+        if ef < 1 {
+            return sbit; // still below the smallest normal after rounding
+        }
+        if ef == self.emax_field() as i32 && keep_emax && !carry {
+            return sbit | ((ef as u64) << self.mant) | (r & ((1 << self.mant) - 1));
+        }
+        if ef >= self.emax_field() as i32 {
+            return self.max_finite(sign);
+        }
+        sbit | ((ef as u64) << self.mant) | (r & ((1 << self.mant) - 1))
+    }
+
+    /// Adds two values of this format (see the module notes).
+    pub fn add(self, a: u64, b: u64) -> u64 {
+        if self.is_nan(a) {
+            return a;
+        }
+        if self.is_nan(b) {
+            return b;
+        }
+        let (x, y) = (self.arith_value(a), self.arith_value(b));
+        let s = x + y;
+        if s == 0.0 {
+            let larger = if x.abs() >= y.abs() { a } else { b };
+            let (sl, _, _) = self.fields(larger);
+            return sl << (self.exp + self.mant);
+        }
+        self.round_ext(s, false, self.is_inf(a) || self.is_inf(b), true)
+    }
+
+    /// Multiplies two values of this format.
+    pub fn mul(self, a: u64, b: u64) -> u64 {
+        if self.is_nan(a) {
+            return a;
+        }
+        if self.is_nan(b) {
+            return b;
+        }
+        self.round(self.arith_value(a) * self.arith_value(b), false)
+    }
+
+    /// `FpCmp` of the C model: the larger (or smaller) by sign and magnitude bits; for
+    /// equal values MAX returns `b` and MIN returns `a`; a NaN operand wins.
+    pub fn cmp_select(self, a: u64, b: u64, max: bool) -> u64 {
+        let (sa, ea, ma) = self.fields(a);
+        let (sb, eb, mb) = self.fields(b);
+        let abs_a_greater = ea > eb || (ea == eb && ma > mb);
+        let a_greater = match (sa == 0, sb == 0) {
+            (true, true) => abs_a_greater,
+            (true, false) => true,
+            (false, true) => false,
+            (false, false) => !abs_a_greater,
+        };
+        let o = if max == a_greater { a } else { b };
+        if self.is_nan(a) {
+            a
+        } else if self.is_nan(b) {
+            b
+        } else {
+            o
+        }
+    }
+
+    /// Converts to another format, rounding to nearest-even (see the module notes).
+    pub fn convert(self, bits: u64, to: Format, denorm: bool) -> u64 {
+        let (s, e, m) = self.fields(bits);
+        if self.is_nan(bits) {
+            let keep = m & ((1 << to.mant.min(self.mant)) - 1);
+            return (s << (to.exp + to.mant)) | (to.emax_field() << to.mant) | keep;
+        }
+        if self.is_inf(bits) {
+            return to.max_finite(s);
+        }
+        let v = if self == FP17 && e == 0 {
+            self.arith_value(bits)
+        } else {
+            self.to_f64(bits)
+        };
+        to.round(v, denorm)
+    }
+}
+
+fn round_half_even(q: f64) -> f64 {
+    let f = q.floor();
+    let d = q - f;
+    if d > 0.5 || (d == 0.5 && (f as u64) & 1 == 1) {
+        f + 1.0
+    } else {
+        f
+    }
+}
+
+/// fp16 bits to fp32 bits (exact).
+pub fn f16_to_f32(h: u16) -> u32 {
+    FP16.convert(u64::from(h), FP32, true) as u32
+}
+
+/// fp32 bits to fp16 bits (round to nearest-even, subnormals kept).
+pub fn f32_to_f16(f: u32) -> u16 {
+    FP32.convert(u64::from(f), FP16, true) as u16
+}
+
+/// `FpFloatToInt<16,5,10>`: fp16 to int16, rounding half away from zero, saturating;
+/// NaN gives the minimum.
+pub fn f16_to_i16(h: u16) -> i16 {
+    if FP16.is_nan(u64::from(h)) {
+        return i16::MIN;
+    }
+    let v = FP16.to_f64(u64::from(h));
+    let r = if v >= 0.0 {
+        (v + 0.5).floor()
+    } else {
+        -((-v + 0.5).floor())
+    };
+    r.clamp(i16::MIN as f64, i16::MAX as f64) as i16
+}
+
+/// `FpIntToFloat<W,5,10>`: integer to fp16, round to nearest-even.
+pub fn int_to_f16(v: i64) -> u16 {
+    FP16.round(v as f64, true) as u16
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conversions_match_the_c_model() {
+        for h in [
+            0x0000u16, 0x8000, 0x3c00, 0xc000, 0x7bff, 0x0001, 0x03ff, 0x0400,
+        ] {
+            let f = f16_to_f32(h);
+            assert_eq!(
+                f32::from_bits(f) as f64,
+                FP16.to_f64(u64::from(h)),
+                "{h:#x}"
+            );
+            assert_eq!(f32_to_f16(f), h, "{h:#x}");
+        }
+        // ties to even: 1 + 2^-11 -> 1.0; 1 + 3*2^-11 -> 1 + 2^-9
+        assert_eq!(f32_to_f16((1.0f32 + 2f32.powi(-11)).to_bits()), 0x3c00);
+        assert_eq!(
+            f32_to_f16((1.0f32 + 3.0 * 2f32.powi(-11)).to_bits()),
+            0x3c02
+        );
+        // no infinities: overflow and infinite inputs saturate
+        assert_eq!(f32_to_f16(70000.0f32.to_bits()), 0x7bff);
+        assert_eq!(f32_to_f16(f32::INFINITY.to_bits()), 0x7bff);
+        assert_eq!(f16_to_f32(0xfc00), 0xff7f_ffff);
+        // NaN keeps its low mantissa bits
+        assert_eq!(f32_to_f16(0x7f80_0123), 0x7d23);
+        assert_eq!(f16_to_f32(0x7e00), 0x7f80_0200);
+    }
+
+    #[test]
+    fn fp32_arith_matches_ieee_for_normals() {
+        let vals = [1.5f32, -2.25, 3.0e-5, 1.0e7, -7.125, 0.1, 1.0e-30];
+        for &a in &vals {
+            for &b in &vals {
+                let s = FP32.add(u64::from(a.to_bits()), u64::from(b.to_bits())) as u32;
+                assert_eq!(f32::from_bits(s), a + b, "{a} + {b}");
+                let p = FP32.mul(u64::from(a.to_bits()), u64::from(b.to_bits())) as u32;
+                let want = a * b;
+                let want = if want.is_subnormal() {
+                    0.0 * want.signum()
+                } else {
+                    want
+                };
+                assert_eq!(f32::from_bits(p), want, "{a} * {b}");
+            }
+        }
+    }
+
+    #[test]
+    fn compare_and_int_conversions() {
+        let one = 0x3c00u64;
+        let mone = 0xbc00u64;
+        assert_eq!(FP16.cmp_select(one, mone, true), one);
+        assert_eq!(FP16.cmp_select(one, mone, false), mone);
+        assert_eq!(FP16.cmp_select(0x8000, 0x0000, true), 0x0000);
+        assert_eq!(f16_to_i16(0x3e00), 2); // 1.5 -> 2
+        assert_eq!(f16_to_i16(0xbe00), -2);
+        assert_eq!(f16_to_i16(0x7bff), i16::MAX);
+        assert_eq!(int_to_f16(2049), 0x6800); // 2049 -> 2048 (tie to even)
+        assert_eq!(int_to_f16(65520), 0x7bff);
+        // fp17 keeps values fp16 would overflow
+        let big = FP17.round(131072.0, false);
+        assert_eq!(FP17.to_f64(big), 131072.0);
+    }
+}

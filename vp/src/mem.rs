@@ -1,0 +1,261 @@
+//! Memory behind the two DMA interfaces.
+//!
+//! NVDLA reaches system memory (DBB, "MC" in register fields) through MCIF and on-chip
+//! SRAM ("CV", CVSRAM) through CVIF when the build has a secondary memory interface.
+//! Both are modelled as sparse byte spaces made of 4 KiB pages created on first write,
+//! so a 64-bit address space costs only what is touched. Unwritten bytes read as zero.
+//!
+//! Every access is checked: an access outside the configured window of its memory is a
+//! [`MemError`], which the engines turn into an error state instead of a panic.
+//!
+//! The CVSRAM window follows the v1 synthesis testbench (`verif/synth_tb/syn_tb_defines.vh`:
+//! `CVSRAM_ADDR_START = 0x5000_0000`, `DLA_ADDR_MASK = 0xffff_ffff_f000_0000`, i.e. 256 MiB).
+
+use std::collections::HashMap;
+
+const PAGE_SHIFT: u32 = 12;
+const PAGE_SIZE: usize = 1 << PAGE_SHIFT;
+
+/// Which memory interface an access goes through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RamType {
+    /// System memory through MCIF (register value `MC` = 1).
+    Dram,
+    /// On-chip SRAM through CVIF (register value `CV` = 0).
+    Sram,
+}
+
+impl RamType {
+    /// Decodes the one-bit `*_RAM_TYPE` register field (0 = CV, 1 = MC).
+    pub fn from_field(bit: u32) -> Self {
+        if bit & 1 == 1 {
+            RamType::Dram
+        } else {
+            RamType::Sram
+        }
+    }
+}
+
+/// A memory access that does not fit the configured memory.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MemError {
+    /// The range is outside the window of that memory.
+    #[error("{ram:?} access of {len} bytes at {addr:#x} is outside configured memory")]
+    OutOfRange {
+        /// Memory addressed.
+        ram: RamType,
+        /// First byte.
+        addr: u64,
+        /// Length in bytes.
+        len: u64,
+    },
+    /// The build has no such memory (CVSRAM without a secondary interface).
+    #[error("{ram:?} access at {addr:#x}: this configuration has no such memory")]
+    Absent {
+        /// Memory addressed.
+        ram: RamType,
+        /// First byte.
+        addr: u64,
+    },
+}
+
+/// A sparse byte-addressed space.
+#[derive(Debug, Default, Clone)]
+pub struct SparseMem {
+    pages: HashMap<u64, Box<[u8; PAGE_SIZE]>>,
+}
+
+impl SparseMem {
+    /// An empty space (all zero).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Copies bytes starting at `addr` into `buf`. The caller has range-checked.
+    fn read(&self, mut addr: u64, buf: &mut [u8]) {
+        let mut done = 0;
+        while done < buf.len() {
+            let off = (addr as usize) & (PAGE_SIZE - 1);
+            let n = (PAGE_SIZE - off).min(buf.len() - done);
+            match self.pages.get(&(addr >> PAGE_SHIFT)) {
+                Some(p) => buf[done..done + n].copy_from_slice(&p[off..off + n]),
+                None => buf[done..done + n].fill(0),
+            }
+            done += n;
+            addr = addr.wrapping_add(n as u64);
+        }
+    }
+
+    /// Copies `data` to `addr`. The caller has range-checked.
+    fn write(&mut self, mut addr: u64, data: &[u8]) {
+        let mut done = 0;
+        while done < data.len() {
+            let off = (addr as usize) & (PAGE_SIZE - 1);
+            let n = (PAGE_SIZE - off).min(data.len() - done);
+            let page = self
+                .pages
+                .entry(addr >> PAGE_SHIFT)
+                .or_insert_with(|| Box::new([0; PAGE_SIZE]));
+            page[off..off + n].copy_from_slice(&data[done..done + n]);
+            done += n;
+            addr = addr.wrapping_add(n as u64);
+        }
+    }
+
+    /// Number of pages allocated.
+    pub fn pages(&self) -> usize {
+        self.pages.len()
+    }
+}
+
+/// An address window `[base, base + size)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    /// First address.
+    pub base: u64,
+    /// Size in bytes (0 = empty window; `u64::MAX` with base 0 covers everything).
+    pub size: u64,
+}
+
+impl Window {
+    /// True when `[addr, addr + len)` lies inside the window.
+    pub fn contains(&self, addr: u64, len: u64) -> bool {
+        let Some(off) = addr.checked_sub(self.base) else {
+            return false;
+        };
+        off.checked_add(len).is_some_and(|end| end <= self.size)
+    }
+}
+
+/// Default CVSRAM window of the v1 testbench.
+pub const CVSRAM_WINDOW: Window = Window {
+    base: 0x5000_0000,
+    size: 0x1000_0000,
+};
+
+/// DRAM and (optionally) CVSRAM of one platform.
+#[derive(Debug, Clone)]
+pub struct Memory {
+    dram: SparseMem,
+    dram_window: Window,
+    sram: Option<(Window, SparseMem)>,
+}
+
+impl Memory {
+    /// Memory for a build with the given address width and CVSRAM presence.
+    pub fn new(address_width: u32, has_sram: bool) -> Self {
+        let size = if address_width >= 64 {
+            u64::MAX
+        } else {
+            1u64 << address_width
+        };
+        Memory {
+            dram: SparseMem::new(),
+            dram_window: Window { base: 0, size },
+            sram: has_sram.then(|| (CVSRAM_WINDOW, SparseMem::new())),
+        }
+    }
+
+    /// Replaces the DRAM window (accesses outside it become errors).
+    pub fn set_dram_window(&mut self, w: Window) {
+        self.dram_window = w;
+    }
+
+    fn space(&self, ram: RamType, addr: u64, len: u64) -> Result<&SparseMem, MemError> {
+        match ram {
+            RamType::Dram if self.dram_window.contains(addr, len) => Ok(&self.dram),
+            RamType::Sram => match &self.sram {
+                Some((w, m)) if w.contains(addr, len) => Ok(m),
+                Some(_) => Err(MemError::OutOfRange { ram, addr, len }),
+                None => Err(MemError::Absent { ram, addr }),
+            },
+            RamType::Dram => Err(MemError::OutOfRange { ram, addr, len }),
+        }
+    }
+
+    fn space_mut(&mut self, ram: RamType, addr: u64, len: u64) -> Result<&mut SparseMem, MemError> {
+        self.space(ram, addr, len)?;
+        Ok(match ram {
+            RamType::Dram => &mut self.dram,
+            // `space` succeeded, so the SRAM exists.
+            RamType::Sram => match &mut self.sram {
+                Some((_, m)) => m,
+                None => return Err(MemError::Absent { ram, addr }),
+            },
+        })
+    }
+
+    /// DMA read.
+    pub fn read(&self, ram: RamType, addr: u64, buf: &mut [u8]) -> Result<(), MemError> {
+        self.space(ram, addr, buf.len() as u64)?.read(addr, buf);
+        Ok(())
+    }
+
+    /// DMA write.
+    pub fn write(&mut self, ram: RamType, addr: u64, data: &[u8]) -> Result<(), MemError> {
+        self.space_mut(ram, addr, data.len() as u64)?
+            .write(addr, data);
+        Ok(())
+    }
+
+    /// Reads `len` bytes into a new vector.
+    pub fn read_vec(&self, ram: RamType, addr: u64, len: usize) -> Result<Vec<u8>, MemError> {
+        let mut v = vec![0; len];
+        self.read(ram, addr, &mut v)?;
+        Ok(v)
+    }
+
+    /// Which memory a host (testbench) address belongs to: CVSRAM inside its window,
+    /// DRAM otherwise.
+    pub fn host_ram(&self, addr: u64) -> RamType {
+        match &self.sram {
+            Some((w, _)) if w.contains(addr, 1) => RamType::Sram,
+            _ => RamType::Dram,
+        }
+    }
+
+    /// Host write by address (see [`Memory::host_ram`]).
+    pub fn host_write(&mut self, addr: u64, data: &[u8]) -> Result<(), MemError> {
+        self.write(self.host_ram(addr), addr, data)
+    }
+
+    /// Host read by address (see [`Memory::host_ram`]).
+    pub fn host_read(&self, addr: u64, buf: &mut [u8]) -> Result<(), MemError> {
+        self.read(self.host_ram(addr), addr, buf)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sparse_round_trip_across_pages() {
+        let mut m = Memory::new(64, true);
+        let data: Vec<u8> = (0..10000u32).map(|i| i as u8).collect();
+        m.write(RamType::Dram, 0xffff_ffff_0000_0ff0, &data)
+            .unwrap();
+        let back = m
+            .read_vec(RamType::Dram, 0xffff_ffff_0000_0ff0, data.len())
+            .unwrap();
+        assert_eq!(back, data);
+        assert_eq!(m.read_vec(RamType::Dram, 0x1234, 4).unwrap(), vec![0; 4]);
+    }
+
+    #[test]
+    fn out_of_range_is_an_error() {
+        let mut m = Memory::new(32, false);
+        assert!(m.write(RamType::Dram, 0xffff_fffe, &[0; 4]).is_err());
+        assert!(m.write(RamType::Dram, u64::MAX, &[0; 4]).is_err());
+        assert!(matches!(
+            m.write(RamType::Sram, 0x5000_0000, &[0]),
+            Err(MemError::Absent { .. })
+        ));
+        let mut m = Memory::new(64, true);
+        assert!(m.write(RamType::Dram, u64::MAX - 1, &[0; 4]).is_err());
+        assert!(m.write(RamType::Sram, 0x4fff_ffff, &[0; 2]).is_err());
+        assert!(m.write(RamType::Sram, 0x5fff_fffe, &[0; 2]).is_ok());
+        assert_eq!(m.host_ram(0x5000_0000), RamType::Sram);
+        assert_eq!(m.host_ram(0x8000_0000), RamType::Dram);
+    }
+}

@@ -1,0 +1,234 @@
+//! Trace players.
+//!
+//! A trace test drives the platform register by register and checks memory afterwards.
+//! Two formats exist: NVDLA v1 `input.txn` ([`txn`]) and NVDLA v2 `<test>.cfg`
+//! ([`mod@cfg`]). Both report a malformed trace as a [`TraceError`] naming file and line, and
+//! a model mismatch as a failed [`Outcome`].
+
+pub mod cfg;
+pub mod crc;
+pub mod dat;
+pub mod txn;
+
+use crate::config::HwConfig;
+use crate::regs::Block;
+use crate::vp::Vp;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// A malformed trace or unreadable file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceError {
+    /// File.
+    pub file: PathBuf,
+    /// 1-based line (0 when not line-specific).
+    pub line: usize,
+    /// What is wrong.
+    pub msg: String,
+}
+
+impl TraceError {
+    /// An error at a line of a file.
+    pub fn at(file: &Path, line: usize, msg: impl Into<String>) -> Self {
+        TraceError {
+            file: file.to_path_buf(),
+            line,
+            msg: msg.into(),
+        }
+    }
+}
+
+impl fmt::Display for TraceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line > 0 {
+            write!(f, "{}:{}: {}", self.file.display(), self.line, self.msg)
+        } else {
+            write!(f, "{}: {}", self.file.display(), self.msg)
+        }
+    }
+}
+
+impl std::error::Error for TraceError {}
+
+/// Result of running one test.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Every check passed.
+    Pass,
+    /// A check failed; the reason names file and line.
+    Fail(String),
+}
+
+/// Options of a run.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Print every register write.
+    pub log_regs: bool,
+}
+
+/// Kind of a trace test.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TestKind {
+    /// v1 `input.txn` in the directory.
+    Txn(PathBuf),
+    /// v2 `.cfg` file.
+    Cfg(PathBuf),
+}
+
+/// A discovered test.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TestCase {
+    /// Display name (the test directory name).
+    pub name: String,
+    /// Trace file.
+    pub kind: TestKind,
+}
+
+/// Finds tests at `path`: a directory with `input.txn` or `*.cfg`, or a tree of them.
+pub fn discover(path: &Path) -> Result<Vec<TestCase>, TraceError> {
+    let mut out = Vec::new();
+    walk(path, &mut out, 0)?;
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(out)
+}
+
+fn walk(path: &Path, out: &mut Vec<TestCase>, depth: usize) -> Result<(), TraceError> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.display().to_string());
+    if path.is_file() {
+        let kind = match path.extension().and_then(|e| e.to_str()) {
+            Some("cfg") => TestKind::Cfg(path.to_path_buf()),
+            _ if name == "input.txn" => TestKind::Txn(path.to_path_buf()),
+            _ => {
+                return Err(TraceError::at(
+                    path,
+                    0,
+                    "not a trace file (input.txn or *.cfg)",
+                ))
+            }
+        };
+        let tname = path
+            .parent()
+            .and_then(|p| p.file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or(name);
+        out.push(TestCase { name: tname, kind });
+        return Ok(());
+    }
+    let rd = std::fs::read_dir(path).map_err(|e| TraceError::at(path, 0, e.to_string()))?;
+    let mut entries: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    entries.sort();
+    let txn = path.join("input.txn");
+    if txn.is_file() {
+        out.push(TestCase {
+            name,
+            kind: TestKind::Txn(txn),
+        });
+        return Ok(());
+    }
+    let cfgs: Vec<&PathBuf> = entries
+        .iter()
+        .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "cfg"))
+        .collect();
+    if !cfgs.is_empty() {
+        for c in cfgs {
+            let n = if entries.len() > 1
+                && c.file_stem().is_some_and(|s| s.to_string_lossy() != name)
+            {
+                format!(
+                    "{name}/{}",
+                    c.file_stem().unwrap_or_default().to_string_lossy()
+                )
+            } else {
+                name.clone()
+            };
+            out.push(TestCase {
+                name: n,
+                kind: TestKind::Cfg(c.clone()),
+            });
+        }
+        return Ok(());
+    }
+    if depth > 16 {
+        return Ok(());
+    }
+    for e in entries.iter().filter(|p| p.is_dir()) {
+        walk(e, out, depth + 1)?;
+    }
+    Ok(())
+}
+
+/// Infers the configuration from a path: `nv_small`/`nv_large` in it, else nv_full.
+pub fn infer_config(path: &Path) -> HwConfig {
+    let s = path.to_string_lossy();
+    if s.contains("nv_small") {
+        HwConfig::nv_small()
+    } else if s.contains("nv_large") {
+        HwConfig::nv_large()
+    } else {
+        HwConfig::nv_full()
+    }
+}
+
+/// Runs one test on a fresh platform.
+pub fn run_test(test: &TestCase, cfg: HwConfig, opts: &Options) -> Result<Outcome, TraceError> {
+    let mut vp = Vp::new(cfg);
+    vp.set_log_regs(opts.log_regs);
+    match &test.kind {
+        TestKind::Txn(p) => txn::run(&mut vp, p),
+        TestKind::Cfg(p) => cfg::run(&mut vp, p),
+    }
+}
+
+/// Reads a file referenced by a trace, relative to the trace's directory.
+pub(crate) fn read_aux(
+    trace: &Path,
+    line: usize,
+    name: &str,
+) -> Result<(PathBuf, String), TraceError> {
+    let p = trace.parent().unwrap_or(Path::new(".")).join(name);
+    std::fs::read_to_string(&p)
+        .map(|s| (p.clone(), s))
+        .map_err(|e| TraceError::at(trace, line, format!("cannot read {}: {e}", p.display())))
+}
+
+/// Largest memory range a trace command may initialise, load, dump or check.
+pub const MAX_TRACE_RANGE: u64 = 1 << 30;
+
+/// Parses a number as written in traces (`0x..` hex or decimal).
+pub(crate) fn parse_u64(s: &str) -> Option<u64> {
+    let s = s.trim();
+    match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => u64::from_str_radix(&h.replace('_', ""), 16).ok(),
+        None => s.parse().ok(),
+    }
+}
+
+/// Describes the platform's fault, if any, for a failure message.
+pub(crate) fn fault_note(vp: &mut Vp) -> String {
+    if let Some(f) = vp.fault() {
+        return format!(" (engine fault: {}: {})", f.block, f.error);
+    }
+    let pending = vp.pending_blocks();
+    if pending.is_empty() {
+        return String::new();
+    }
+    let names: Vec<&str> = pending.iter().map(|b| b.name()).collect();
+    let conv = pending.iter().any(|b| {
+        matches!(
+            b,
+            Block::Cdma | Block::Csc | Block::CmacA | Block::CmacB | Block::Cacc
+        )
+    });
+    format!(
+        " (enabled, not run: {}{})",
+        names.join(", "),
+        if conv {
+            "; the convolution pipeline is not modelled"
+        } else {
+            ""
+        }
+    )
+}

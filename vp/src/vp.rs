@@ -1,0 +1,610 @@
+//! The platform: CSB bus, register files, GLB, memory and engines.
+//!
+//! The CSB is a map of non-overlapping 4 KiB block windows (layout per hardware version).
+//! Accesses are 32-bit at byte offsets; a hole or an absent block is logged and ignored
+//! (reads return 0), never a panic. Engines are functional: when a block's consumer
+//! group is enabled (and its partner blocks are ready), the layer is computed at once,
+//! memory is updated, the group completes and the done interrupt is raised.
+
+use crate::config::HwConfig;
+use crate::engines::bdma::{Bdma, BdmaOp};
+use crate::engines::{cdp, pdp, rubik, sdp, EngineError};
+use crate::glb::{Glb, IntrSource};
+use crate::mem::Memory;
+use crate::regs::{blocks, Block, BlockDef, RegDef, RegFile, BLOCK_WINDOW};
+use std::collections::BTreeMap;
+
+/// Lookup-table RAM of SDP or CDP, accessed through `S_LUT_ACCESS_CFG`/`_DATA`.
+#[derive(Debug, Clone)]
+pub struct LutRam {
+    /// Linear/exponent table (65 entries).
+    pub le: [u16; 65],
+    /// Linear-only table (257 entries).
+    pub lo: [u16; 257],
+}
+
+impl Default for LutRam {
+    fn default() -> Self {
+        LutRam {
+            le: [0; 65],
+            lo: [0; 257],
+        }
+    }
+}
+
+/// An engine fault: the error state a DMA outside memory or bad programming leaves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fault {
+    /// Block that faulted.
+    pub block: Block,
+    /// What went wrong.
+    pub error: EngineError,
+}
+
+/// One NVDLA instance.
+#[derive(Debug)]
+pub struct Vp {
+    cfg: HwConfig,
+    /// Memory behind MCIF and CVIF.
+    pub mem: Memory,
+    files: BTreeMap<Block, RegFile>,
+    glb: Glb,
+    bdma: Bdma,
+    sdp_lut: LutRam,
+    cdp_lut: LutRam,
+    lut_index: [usize; 2],
+    events: Vec<(IntrSource, usize)>,
+    fault: Option<Fault>,
+    log_regs: bool,
+    pending: bool,
+}
+
+/// A resolved CSB address.
+#[derive(Debug, Clone, Copy)]
+pub struct CsbTarget {
+    /// Block.
+    pub block: Block,
+    /// Register, when the offset names one.
+    pub reg: Option<&'static RegDef>,
+    /// Byte offset inside the block.
+    pub offset: u32,
+}
+
+/// CFGROM entries that describe the build. The register description on `master`
+/// carries nv_small's values as reset values; the geometry and throughput entries are
+/// filled from the parameter table so that nv_large reports itself (capability bit
+/// fields and CIF entries keep the description's values).
+fn cfgrom_values(cfg: &HwConfig) -> Vec<(String, u32)> {
+    let mut v = Vec::new();
+    for unit in ["CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC"] {
+        v.push((format!("CFGROM_{unit}_BASE_ATOMIC_C"), cfg.atomic_c));
+        v.push((format!("CFGROM_{unit}_BASE_ATOMIC_K"), cfg.atomic_k));
+    }
+    for unit in ["CDMA", "CSC", "SDP_RDMA", "PDP_RDMA", "CDP_RDMA"] {
+        v.push((format!("CFGROM_{unit}_BASE_ATOMIC_M"), cfg.memory_atomic));
+    }
+    for unit in ["CDMA", "CBUF", "CSC"] {
+        v.push((format!("CFGROM_{unit}_BASE_CBUF_BANK_NUM"), cfg.cbuf_banks));
+        v.push((
+            format!("CFGROM_{unit}_BASE_CBUF_BANK_WIDTH"),
+            cfg.cbuf_bank_width,
+        ));
+        v.push((
+            format!("CFGROM_{unit}_BASE_CBUF_BANK_DEPTH"),
+            cfg.cbuf_bank_depth,
+        ));
+    }
+    let t = cfg.throughput;
+    v.push(("CFGROM_SDP_BS_THROUGHPUT".into(), t.sdp_bs));
+    v.push(("CFGROM_SDP_BN_THROUGHPUT".into(), t.sdp_bn));
+    v.push(("CFGROM_SDP_EW_THROUGHPUT".into(), t.sdp_ew));
+    v.push(("CFGROM_PDP_BASE_THROUGHPUT".into(), t.pdp));
+    v.push(("CFGROM_CDP_BASE_THROUGHPUT".into(), t.cdp));
+    v
+}
+
+fn present(cfg: &HwConfig, b: Block) -> bool {
+    match b {
+        Block::Bdma => cfg.features.bdma,
+        Block::Rubik => cfg.features.rubik,
+        Block::Cvif => cfg.features.cvif,
+        Block::Cdp | Block::CdpRdma => cfg.features.cdp,
+        Block::Pdp | Block::PdpRdma => cfg.features.pdp,
+        _ => true,
+    }
+}
+
+impl Vp {
+    /// A platform at reset.
+    pub fn new(cfg: HwConfig) -> Self {
+        let mut files: BTreeMap<Block, RegFile> = blocks(cfg.version)
+            .iter()
+            .filter(|d| present(&cfg, d.block))
+            .map(|d: &'static BlockDef| (d.block, RegFile::new(d)))
+            .collect();
+        if let Some(rom) = files.get_mut(&Block::Cfgrom) {
+            for (name, v) in cfgrom_values(&cfg) {
+                rom.set_hw(&name, v);
+            }
+        }
+        Vp {
+            mem: Memory::new(cfg.mem_address_width, cfg.features.cvif),
+            cfg,
+            files,
+            glb: Glb::default(),
+            bdma: Bdma::default(),
+            sdp_lut: LutRam::default(),
+            cdp_lut: LutRam::default(),
+            lut_index: [0; 2],
+            events: Vec::new(),
+            fault: None,
+            log_regs: false,
+            pending: false,
+        }
+    }
+
+    /// The hardware configuration.
+    pub fn config(&self) -> &HwConfig {
+        &self.cfg
+    }
+
+    /// Prints every register write with block and register name.
+    pub fn set_log_regs(&mut self, on: bool) {
+        self.log_regs = on;
+    }
+
+    /// Register file of a block, if the build has it.
+    pub fn regs(&self, b: Block) -> Option<&RegFile> {
+        self.files.get(&b)
+    }
+
+    /// Level of the GLB interrupt line. Observing it lets time pass: enabled work
+    /// completes first.
+    pub fn irq_pending(&mut self) -> bool {
+        self.run_pending();
+        self.glb.irq_pending()
+    }
+
+    /// Lets time pass: every enabled layer whose inputs are ready completes.
+    ///
+    /// `D_OP_ENABLE` only marks a group ready, so software reading registers right after
+    /// enabling still sees the layer in flight (`D_OP_ENABLE` reads 1), as on silicon.
+    /// Work runs when something observes completion: the interrupt line, GLB status,
+    /// or an explicit call (trace `wait`, memory checks).
+    pub fn run_pending(&mut self) {
+        if self.pending {
+            self.pending = false;
+            self.kick();
+        }
+    }
+
+    /// GLB interrupt state.
+    pub fn glb(&self) -> &Glb {
+        &self.glb
+    }
+
+    /// The fault that stopped an engine, if any.
+    pub fn fault(&self) -> Option<&Fault> {
+        self.fault.as_ref()
+    }
+
+    /// Done events raised so far, in order (source, group). Lets time pass first.
+    pub fn events(&mut self) -> &[(IntrSource, usize)] {
+        self.run_pending();
+        &self.events
+    }
+
+    /// Blocks whose consumer group is enabled but has not run (waiting for a partner
+    /// block, for data, or — for the convolution pipeline — not modelled).
+    pub fn pending_blocks(&mut self) -> Vec<Block> {
+        self.run_pending();
+        self.files
+            .iter()
+            .filter(|(_, f)| f.consumer_enabled())
+            .map(|(b, _)| *b)
+            .collect()
+    }
+
+    /// Resolves a CSB byte address.
+    pub fn resolve(&self, addr: u32) -> Option<CsbTarget> {
+        let base = addr & !(BLOCK_WINDOW - 1);
+        let f = self.files.values().find(|f| f.def().base == base)?;
+        let offset = addr - base;
+        Some(CsbTarget {
+            block: f.def().block,
+            reg: f.reg_at(offset),
+            offset,
+        })
+    }
+
+    /// Finds a register by block and name (`NVDLA_<BLOCK>.<NAME>_0` in traces).
+    pub fn lookup(&self, block: &str, reg: &str) -> Option<u32> {
+        let b = Block::from_name(block)?;
+        let f = self.files.get(&b)?;
+        Some(f.def().base + f.reg_named(reg)?.offset)
+    }
+
+    /// 32-bit CSB read.
+    pub fn csb_read(&mut self, addr: u32) -> u32 {
+        let Some(t) = self.resolve(addr) else {
+            log::warn!("CSB read of unmapped address {addr:#x}");
+            return 0;
+        };
+        let Some(reg) = t.reg else {
+            log::warn!("CSB read of unknown register {}+{:#x}", t.block, t.offset);
+            return 0;
+        };
+        match (t.block, reg.name) {
+            (Block::Glb, "S_INTR_STATUS") => {
+                // Polling the status lets time pass.
+                self.run_pending();
+                return self.glb.status() & reg.rmask;
+            }
+            (Block::Glb, "S_INTR_MASK") => return self.glb.mask() & reg.rmask,
+            // v2 flushes the convolution buffer after reset and reports FLUSH_DONE
+            // (v2 traces poll it for 1 before the first layer); v1 reads back the
+            // reset value 0 (v1 googlenet_conv2_3x3_int16 register test).
+            (Block::Cdma, "S_CBUF_FLUSH_STATUS")
+                if self.cfg.version == crate::config::HwVersion::V2 =>
+            {
+                return 1
+            }
+            (Block::Bdma, "STATUS") => {
+                // FREE_SLOT[7:0], IDLE[8]; operations complete at launch, so always idle.
+                return (self.bdma.free_slots() as u32) | (1 << 8);
+            }
+            (Block::Sdp, "S_LUT_ACCESS_DATA") => return u32::from(self.lut_read(Block::Sdp)),
+            (Block::Cdp, "S_LUT_ACCESS_DATA") => return u32::from(self.lut_read(Block::Cdp)),
+            _ => {}
+        }
+        self.files
+            .get(&t.block)
+            .and_then(|f| f.read(t.offset))
+            .unwrap_or(0)
+    }
+
+    /// 32-bit CSB write.
+    pub fn csb_write(&mut self, addr: u32, value: u32) {
+        let Some(t) = self.resolve(addr) else {
+            log::warn!("CSB write of unmapped address {addr:#x} = {value:#x}");
+            return;
+        };
+        let Some(reg) = t.reg else {
+            log::warn!(
+                "CSB write of unknown register {}+{:#x} = {value:#x}",
+                t.block,
+                t.offset
+            );
+            return;
+        };
+        if self.log_regs {
+            use std::io::Write;
+            // A closed stdout (e.g. piped into `head`) must not stop the model.
+            let _ = writeln!(
+                std::io::stdout().lock(),
+                "csb write NVDLA_{}.{}_0 ({addr:#07x}) = {value:#010x}",
+                t.block,
+                reg.name
+            );
+        }
+        match (t.block, reg.name) {
+            (Block::Glb, "S_INTR_STATUS") => return self.glb.write_status(value),
+            (Block::Glb, "S_INTR_SET") => return self.glb.write_set(value),
+            (Block::Glb, "S_INTR_MASK") => return self.glb.write_mask(value),
+            (Block::Sdp | Block::Cdp, "S_LUT_ACCESS_DATA") => {
+                self.lut_write(t.block, value as u16);
+            }
+            (Block::Sdp | Block::Cdp, "S_LUT_ACCESS_CFG") => {
+                self.lut_index[usize::from(t.block == Block::Cdp)] = (value & 0x3ff) as usize;
+            }
+            _ => {}
+        }
+        if let Some(f) = self.files.get_mut(&t.block) {
+            f.write(t.offset, value);
+        }
+        match (t.block, reg.name) {
+            (Block::Bdma, "CFG_OP") if value & 1 == 1 => {
+                let f = &self.files[&Block::Bdma];
+                let op = BdmaOp::decode(|n| f.get(0, n));
+                if !self.bdma.push(op) {
+                    log::warn!("BDMA: operation queue full, CFG_OP dropped");
+                }
+            }
+            (Block::Bdma, "CFG_LAUNCH0") if value & 1 == 1 => self.bdma_launch(0),
+            (Block::Bdma, "CFG_LAUNCH1") if value & 1 == 1 => self.bdma_launch(1),
+            (_, "D_OP_ENABLE") if value & 1 == 1 => self.pending = true,
+            _ => {}
+        }
+    }
+
+    fn lut_cfg(&self, b: Block) -> (bool, usize) {
+        let cfg = self
+            .files
+            .get(&b)
+            .map_or(0, |f| f.get(0, "S_LUT_ACCESS_CFG"));
+        let lo = cfg & (1 << 16) != 0;
+        (lo, self.lut_index[usize::from(b == Block::Cdp)])
+    }
+
+    fn lut_write(&mut self, b: Block, v: u16) {
+        let (lo, idx) = self.lut_cfg(b);
+        let lut = if b == Block::Cdp {
+            &mut self.cdp_lut
+        } else {
+            &mut self.sdp_lut
+        };
+        let slot = if lo {
+            lut.lo.get_mut(idx)
+        } else {
+            lut.le.get_mut(idx)
+        };
+        match slot {
+            Some(s) => *s = v,
+            None => log::warn!("{b}: LUT write past the end of the table (index {idx})"),
+        }
+        self.lut_index[usize::from(b == Block::Cdp)] += 1;
+    }
+
+    fn lut_read(&mut self, b: Block) -> u16 {
+        let (lo, idx) = self.lut_cfg(b);
+        let lut = if b == Block::Cdp {
+            &self.cdp_lut
+        } else {
+            &self.sdp_lut
+        };
+        let v = if lo { lut.lo.get(idx) } else { lut.le.get(idx) };
+        let v = v.copied().unwrap_or(0);
+        self.lut_index[usize::from(b == Block::Cdp)] += 1;
+        v
+    }
+
+    fn set_fault(&mut self, block: Block, error: EngineError) {
+        log::error!("{block}: {error}");
+        if self.fault.is_none() {
+            self.fault = Some(Fault { block, error });
+        }
+    }
+
+    fn raise(&mut self, src: IntrSource, group: usize) {
+        self.glb.raise(src, group);
+        self.events.push((src, group));
+    }
+
+    fn bdma_launch(&mut self, group: usize) {
+        let ops = self.bdma.take();
+        for op in &ops {
+            if let Err(e) = op.run(&mut self.mem) {
+                self.set_fault(Block::Bdma, e);
+                return;
+            }
+        }
+        self.raise(IntrSource::Bdma, group);
+    }
+
+    fn enabled(&self, b: Block) -> bool {
+        self.files.get(&b).is_some_and(|f| f.consumer_enabled())
+    }
+
+    fn complete(&mut self, b: Block) -> usize {
+        self.files.get_mut(&b).map_or(0, |f| f.complete_group())
+    }
+
+    /// Runs every engine whose programmed group is ready, until nothing changes.
+    fn kick(&mut self) {
+        loop {
+            let mut progressed = false;
+            if self.enabled(Block::Sdp) && self.try_sdp() {
+                progressed = true;
+            }
+            if self.enabled(Block::Pdp) && self.try_pdp() {
+                progressed = true;
+            }
+            if self.enabled(Block::Cdp) && self.try_cdp() {
+                progressed = true;
+            }
+            if self.enabled(Block::Rubik) && self.try_rubik() {
+                progressed = true;
+            }
+            if !progressed || self.fault.is_some() {
+                break;
+            }
+        }
+    }
+
+    fn try_sdp(&mut self) -> bool {
+        let sdp_f = &self.files[&Block::Sdp];
+        let rdma_f = &self.files[&Block::SdpRdma];
+        let plan = sdp::plan(sdp_f, rdma_f);
+        if plan.needs_rdma && !rdma_f.consumer_enabled() {
+            return false;
+        }
+        if plan.from_cacc {
+            // Input comes from the convolution pipeline, which feeds it through
+            // `sdp_from_cacc`; nothing to do until then.
+            return false;
+        }
+        if plan.to_pdp && !self.enabled(Block::Pdp) {
+            return false;
+        }
+        self.run_sdp(None)
+    }
+
+    /// Runs the enabled SDP group on accumulator output from CACC (flying mode).
+    /// `data` is the CACC output cube, index `(c * h + y) * w + x`.
+    pub fn sdp_from_cacc(&mut self, data: &[i64]) -> bool {
+        if !self.enabled(Block::Sdp) {
+            return false;
+        }
+        self.run_sdp(Some(data))
+    }
+
+    fn run_sdp(&mut self, cacc: Option<&[i64]>) -> bool {
+        let sdp_f = &self.files[&Block::Sdp];
+        let rdma_f = &self.files[&Block::SdpRdma];
+        let plan = sdp::plan(sdp_f, rdma_f);
+        let res = sdp::run(&self.cfg, sdp_f, rdma_f, &self.sdp_lut, &mut self.mem, cacc);
+        match res {
+            Ok(out) => {
+                if plan.needs_rdma {
+                    self.complete(Block::SdpRdma);
+                }
+                if let (Some(unequal), Some(f)) = (out.unequal, self.files.get_mut(&Block::Sdp)) {
+                    let g = f.consumer;
+                    f.set_group(g, "D_STATUS", u32::from(unequal));
+                }
+                let g = self.complete(Block::Sdp);
+                self.raise(IntrSource::Sdp, g);
+                if let Some(cube) = out.to_pdp {
+                    self.run_pdp(Some(cube));
+                }
+                true
+            }
+            Err(e) => {
+                self.set_fault(Block::Sdp, e);
+                false
+            }
+        }
+    }
+
+    fn try_pdp(&mut self) -> bool {
+        let pdp_f = &self.files[&Block::Pdp];
+        if pdp::on_the_fly(pdp_f) {
+            return false; // waits for SDP
+        }
+        if !self.enabled(Block::PdpRdma) {
+            return false;
+        }
+        self.run_pdp(None)
+    }
+
+    fn run_pdp(&mut self, input: Option<sdp::Cube>) -> bool {
+        let pdp_f = &self.files[&Block::Pdp];
+        let rdma_f = &self.files[&Block::PdpRdma];
+        let from_mem = input.is_none();
+        match pdp::run(&self.cfg, pdp_f, rdma_f, &mut self.mem, input) {
+            Ok(()) => {
+                if from_mem {
+                    self.complete(Block::PdpRdma);
+                }
+                let g = self.complete(Block::Pdp);
+                self.raise(IntrSource::Pdp, g);
+                true
+            }
+            Err(e) => {
+                self.set_fault(Block::Pdp, e);
+                false
+            }
+        }
+    }
+
+    fn try_cdp(&mut self) -> bool {
+        if !self.enabled(Block::CdpRdma) {
+            return false;
+        }
+        let res = cdp::run(
+            &self.cfg,
+            &self.files[&Block::Cdp],
+            &self.files[&Block::CdpRdma],
+            &self.cdp_lut,
+            &mut self.mem,
+        );
+        match res {
+            Ok(()) => {
+                self.complete(Block::CdpRdma);
+                let g = self.complete(Block::Cdp);
+                self.raise(IntrSource::Cdp, g);
+                true
+            }
+            Err(e) => {
+                self.set_fault(Block::Cdp, e);
+                false
+            }
+        }
+    }
+
+    fn try_rubik(&mut self) -> bool {
+        match rubik::run(&self.cfg, &self.files[&Block::Rubik], &mut self.mem) {
+            Ok(()) => {
+                let g = self.complete(Block::Rubik);
+                self.raise(IntrSource::Rubik, g);
+                true
+            }
+            Err(e) => {
+                self.set_fault(Block::Rubik, e);
+                false
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cfgrom_describes_the_build() {
+        let mut small = Vp::new(HwConfig::nv_small());
+        let mut large = Vp::new(HwConfig::nv_large());
+        let a = small.lookup("CFGROM", "CFGROM_CDMA_BASE_ATOMIC_C").unwrap();
+        assert_eq!(a, 0x38);
+        assert_eq!(small.csb_read(a), 8);
+        assert_eq!(large.csb_read(a), 64);
+        let b = large
+            .lookup("CFGROM", "CFGROM_CBUF_BASE_CBUF_BANK_NUM")
+            .unwrap();
+        assert_eq!(large.csb_read(b), 16);
+        assert_eq!(small.csb_read(b), 32);
+        assert!(Vp::new(HwConfig::nv_full())
+            .lookup("CFGROM", "CFGROM_HW_VERSION")
+            .is_none());
+    }
+
+    #[test]
+    fn unknown_addresses_are_ignored() {
+        let mut vp = Vp::new(HwConfig::nv_small());
+        vp.csb_write(0x4000_0000, 1);
+        assert_eq!(vp.csb_read(0x4000_0000), 0);
+        // BDMA is absent on nv_small (0x10000 on v2).
+        vp.csb_write(0x10030, 1);
+        assert_eq!(vp.csb_read(0x10040), 0);
+        assert_eq!(vp.csb_read(0x1ffc), 0);
+    }
+
+    #[test]
+    fn bdma_copy_raises_group_interrupt() {
+        let mut vp = Vp::new(HwConfig::nv_full());
+        vp.mem.host_write(0x8000_0000, &[7; 64]).unwrap();
+        let w = |vp: &mut Vp, n: &str, v: u32| {
+            let a = vp.lookup("BDMA", n).unwrap();
+            vp.csb_write(a, v)
+        };
+        w(&mut vp, "CFG_SRC_ADDR_LOW", 0x8000_0000);
+        w(&mut vp, "CFG_DST_ADDR_LOW", 0x8100_0000);
+        w(&mut vp, "CFG_LINE", 1);
+        w(&mut vp, "CFG_CMD", 3);
+        w(&mut vp, "CFG_OP", 1);
+        w(&mut vp, "CFG_LAUNCH1", 1);
+        assert_eq!(vp.glb().status(), 1 << 7);
+        assert!(vp.irq_pending());
+        assert_eq!(
+            vp.mem
+                .read_vec(crate::mem::RamType::Dram, 0x8100_0000, 64)
+                .unwrap(),
+            vec![7; 64]
+        );
+        let st = vp.lookup("GLB", "S_INTR_STATUS").unwrap();
+        vp.csb_write(st, 0xffff_ffff);
+        assert!(!vp.irq_pending());
+    }
+
+    #[test]
+    fn bdma_fault_is_reported() {
+        let mut vp = Vp::new(HwConfig::nv_full());
+        let a = vp.lookup("BDMA", "CFG_CMD").unwrap();
+        vp.csb_write(a, 0); // CVSRAM to CVSRAM at address 0: outside the SRAM window
+        vp.csb_write(vp.lookup("BDMA", "CFG_OP").unwrap(), 1);
+        vp.csb_write(vp.lookup("BDMA", "CFG_LAUNCH0").unwrap(), 1);
+        assert!(vp.fault().is_some());
+        assert!(!vp.irq_pending());
+    }
+}

@@ -1,0 +1,203 @@
+//! Runs the shared hardware traces (skips with a message when `../shared` is absent).
+
+use nvdla_vp::trace::{self, Options, Outcome};
+use std::path::{Path, PathBuf};
+
+fn shared() -> Option<PathBuf> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/nvdla-hw-traces");
+    if p.is_dir() {
+        Some(p)
+    } else {
+        eprintln!("skipping: {} not found", p.display());
+        None
+    }
+}
+
+fn run(rel: &str) {
+    let Some(root) = shared() else { return };
+    let dir = root.join(rel);
+    if !dir.exists() {
+        eprintln!("skipping: {} not found", dir.display());
+        return;
+    }
+    let tests = trace::discover(&dir).expect("discover");
+    assert!(!tests.is_empty(), "no test in {}", dir.display());
+    for t in tests {
+        let file = match &t.kind {
+            trace::TestKind::Txn(f) | trace::TestKind::Cfg(f) => f.clone(),
+        };
+        let cfg = trace::infer_config(&file);
+        match trace::run_test(&t, cfg, &Options::default()) {
+            Ok(Outcome::Pass) => {}
+            Ok(Outcome::Fail(r)) => panic!("{}: {r}", t.name),
+            Err(e) => panic!("{}: {e}", t.name),
+        }
+    }
+}
+
+macro_rules! trace_test {
+    ($name:ident, $path:expr) => {
+        #[test]
+        fn $name() {
+            run($path);
+        }
+    };
+}
+
+trace_test!(v1_sanity0, "v1-nv_full/sanity0");
+trace_test!(v1_sanity1, "v1-nv_full/sanity1");
+trace_test!(v1_sanity1_cvsram, "v1-nv_full/sanity1_cvsram");
+trace_test!(v1_sanity2, "v1-nv_full/sanity2");
+trace_test!(v1_sanity2_cvsram, "v1-nv_full/sanity2_cvsram");
+trace_test!(v1_pdp_max_pooling_int16, "v1-nv_full/pdp_max_pooling_int16");
+trace_test!(v1_sdp_relu_int16, "v1-nv_full/sdp_relu_int16");
+trace_test!(
+    v2_large_pdp_1x1_max,
+    "v2-sample/nv_large/pdp_8x8x32_1x1_max_int8_0"
+);
+trace_test!(
+    v2_large_sdp_passthrough,
+    "v2-sample/nv_large/sdp_passthrough_8x8x32_pack_inc_int8"
+);
+trace_test!(
+    v2_large_cdp_passthrough,
+    "v2-sample/nv_large/cdp_passthrough_8x8x32_pack_inc_int8"
+);
+trace_test!(
+    v2_small_cdp_lrn3,
+    "v2-sample/nv_small/cdp_8x8x32_lrn3_int8_0"
+);
+trace_test!(
+    v2_small_pdp_2x2_ave,
+    "v2-sample/nv_small/pdp_8x8x64_2x2_ave_int8_0"
+);
+trace_test!(
+    v2_small_sdp_bn,
+    "v2-sample/nv_small/sdp_3x3x33_bn_int8_reg_0"
+);
+
+/// Malformed traces are errors with file and line, never panics.
+#[test]
+fn malformed_traces_report_file_and_line() {
+    let dir = std::env::temp_dir().join(format!("nvdla-vp-malformed-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let txn = dir.join("input.txn");
+    std::fs::write(&txn, "write_reg 0xffff1000 0x1\nbogus 1 2\n").unwrap();
+    let t = trace::discover(&dir).unwrap();
+    let e = trace::run_test(&t[0], nvdla_vp::HwConfig::nv_full(), &Options::default()).unwrap_err();
+    assert_eq!(e.line, 2);
+    std::fs::write(&txn, "load_mem 0x0 0x10 missing.dat\n").unwrap();
+    let e = trace::run_test(&t[0], nvdla_vp::HwConfig::nv_full(), &Options::default()).unwrap_err();
+    assert_eq!(e.line, 1);
+    std::fs::remove_file(&txn).unwrap();
+    let cfg = dir.join("t.cfg");
+    std::fs::write(&cfg, "reg_write(NVDLA_SDP.NOPE_0, 1);\n").unwrap();
+    let t = trace::discover(&dir).unwrap();
+    let e =
+        trace::run_test(&t[0], nvdla_vp::HwConfig::nv_small(), &Options::default()).unwrap_err();
+    assert_eq!(e.line, 1);
+    std::fs::write(&cfg, "intr_notify(PDP_0, x);\n").unwrap();
+    let r = trace::run_test(&t[0], nvdla_vp::HwConfig::nv_small(), &Options::default()).unwrap();
+    assert!(matches!(r, Outcome::Fail(_)));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Arbitrary register values never panic: every register of every block is written with
+/// pseudo-random values (sizes kept small so the test stays fast), groups are enabled,
+/// and the platform must either compute, fault, or ignore.
+#[test]
+fn random_programming_never_panics() {
+    use nvdla_vp::regs::{blocks, Block};
+    use nvdla_vp::{HwConfig, Vp};
+    let mut seed = 0x1234_5678_9abc_def0u64;
+    let mut rnd = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for cfg in HwConfig::all() {
+        for round in 0..40 {
+            let mut vp = Vp::new(cfg.clone());
+            for def in blocks(cfg.version) {
+                if vp.regs(def.block).is_none() {
+                    continue;
+                }
+                for r in def.regs {
+                    let mut v = rnd() as u32;
+                    let n = r.name;
+                    if n.contains("WIDTH")
+                        || n.contains("HEIGHT")
+                        || n.contains("CHANNEL")
+                        || n.contains("SIZE")
+                    {
+                        v &= 0x000f_000f;
+                    }
+                    if def.block == Block::Bdma && (n.contains("REPEAT") || n == "CFG_LINE") {
+                        v &= 0xf;
+                    }
+                    if round % 2 == 0 && (n.contains("ADDR") || n.contains("STRIDE")) {
+                        v &= 0x000f_ffe0; // keep half the rounds inside memory
+                    }
+                    if n == "D_OP_ENABLE" || n.starts_with("CFG_LAUNCH") || n == "CFG_OP" {
+                        continue;
+                    }
+                    vp.csb_write(def.base + r.offset, v);
+                }
+            }
+            for def in blocks(cfg.version) {
+                for n in ["D_OP_ENABLE", "CFG_OP", "CFG_LAUNCH0"] {
+                    if let Some(a) = vp.lookup(def.block.name(), n) {
+                        vp.csb_write(a, 1);
+                    }
+                }
+            }
+            let _ = vp.irq_pending();
+            for a in (0..0x12000u32).step_by(4) {
+                let _ = vp.csb_read(a);
+            }
+        }
+    }
+}
+
+/// Several v2 samples preload the golden output before running; replay them without
+/// that preload so the CRC checks what the model computed.
+#[test]
+fn v2_samples_without_golden_preload() {
+    let Some(root) = shared() else { return };
+    let tmp = std::env::temp_dir().join(format!("nvdla-vp-nopreload-{}", std::process::id()));
+    for t in [
+        "nv_large/pdp_8x8x32_1x1_max_int8_0",
+        "nv_large/sdp_passthrough_8x8x32_pack_inc_int8",
+        "nv_large/cdp_passthrough_8x8x32_pack_inc_int8",
+        "nv_small/cdp_8x8x32_lrn3_int8_0",
+    ] {
+        let src = root.join("v2-sample").join(t);
+        if !src.is_dir() {
+            eprintln!("skipping: {} not found", src.display());
+            continue;
+        }
+        let dst = tmp.join(t);
+        std::fs::create_dir_all(&dst).unwrap();
+        for e in std::fs::read_dir(&src).unwrap() {
+            let p = e.unwrap().path();
+            let name = p.file_name().unwrap().to_owned();
+            if p.extension().is_some_and(|x| x == "cfg") {
+                let text = std::fs::read_to_string(&p).unwrap();
+                let kept: String = text
+                    .lines()
+                    .filter(|l| !(l.starts_with("mem_load") && l.contains("_output.dat")))
+                    .map(|l| format!("{l}\n"))
+                    .collect();
+                std::fs::write(dst.join(name), kept).unwrap();
+            } else {
+                std::fs::copy(&p, dst.join(name)).unwrap();
+            }
+        }
+        let tests = trace::discover(&dst).unwrap();
+        let cfg = trace::infer_config(&dst);
+        let r = trace::run_test(&tests[0], cfg, &Options::default()).unwrap();
+        assert_eq!(r, Outcome::Pass, "{t}");
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
+}
