@@ -11,7 +11,11 @@
 //! - [`iova`]: the device-address (IOVA) window allocator, 4 KiB granular;
 //! - [`bo`]: buffer objects: creation, per-client ownership, mmap offsets, pinning;
 //! - [`submit`]: validation of a submit (cheapest checks first) and translation of
-//!   (handle, offset) address lists to device addresses.
+//!   (handle, offset) address lists to device addresses;
+//! - [`os`]: [`os::KmdOs`], the host services (registers, device memory, clock, interrupt
+//!   wait, reset) the driver needs;
+//! - [`job`]: running one task through the firmware with its timeout, reset and diagnosis;
+//! - [`driver`]: [`Kmd`], the four `opendla` operations over one NVDLA.
 #![cfg_attr(not(feature = "std"), no_std)]
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -19,8 +23,13 @@
 extern crate alloc;
 
 pub mod bo;
+pub mod driver;
 pub mod error;
 pub mod iova;
+pub mod job;
+pub mod os;
 pub mod submit;
 
+pub use driver::{Kmd, SubmitFailure, SubmitReport};
 pub use error::Error;
+pub use os::{KmdOs, Wait};

@@ -19,7 +19,7 @@ use core::fmt;
 
 use crate::bo::{BoTable, ClientId};
 use crate::error::Error;
-use crate::iova::DeviceAddr;
+use nvdla_firmware::hw::Region;
 
 /// Most tasks in one submit (`NVDLA_MAX_TASKS_PER_SUBMIT`).
 pub const MAX_TASKS_PER_SUBMIT: usize = 24;
@@ -199,8 +199,9 @@ pub fn check_task_count(task: usize, num_addresses: usize) -> Result<(), SubmitE
 pub struct ValidatedTask {
     /// Timeout in milliseconds (`u32::MAX`: none).
     pub timeout: u32,
-    /// Device address of every address-list entry, in order.
-    pub addresses: Vec<DeviceAddr>,
+    /// Every address-list entry, in order: its device address and the bytes from there to
+    /// the end of its buffer.
+    pub addresses: Vec<Region>,
     /// The distinct buffer handles the task uses, sorted.
     pub buffers: Vec<u32>,
 }
@@ -269,7 +270,10 @@ pub fn validate(
                 .iova
                 .checked_add(a.offset)
                 .ok_or_else(|| reject(Reason::AddressOverflow, t, i))?;
-            addresses.push(addr);
+            addresses.push(Region {
+                addr,
+                len: bo.size - a.offset,
+            });
             buffers.push(a.handle);
         }
         buffers.sort_unstable();
@@ -332,6 +336,7 @@ impl ValidatedSubmit {
 mod tests {
     use super::*;
     use crate::bo::BoConfig;
+    use crate::iova::DeviceAddr;
     use alloc::vec;
 
     const A: ClientId = ClientId(1);
@@ -386,9 +391,18 @@ mod tests {
         assert_eq!(
             v.tasks[0].addresses,
             vec![
-                bo.iova,
-                DeviceAddr(bo.iova.0 + 0xff),
-                DeviceAddr(bo.iova.0 + 0x10)
+                Region {
+                    addr: bo.iova,
+                    len: bo.size
+                },
+                Region {
+                    addr: DeviceAddr(bo.iova.0 + 0xff),
+                    len: bo.size - 0xff
+                },
+                Region {
+                    addr: DeviceAddr(bo.iova.0 + 0x10),
+                    len: bo.size - 0x10
+                },
             ]
         );
         assert_eq!(v.tasks[0].buffers, vec![a]);

@@ -233,8 +233,9 @@ fn random_submit(
             for (task, list) in v.tasks.iter().zip(&lists) {
                 for (addr, a) in task.addresses.iter().zip(list) {
                     let bo = t.lookup(client, a.handle).unwrap();
-                    assert_eq!(addr.0, bo.iova.0 + a.offset);
-                    assert!(addr.0 < bo.iova.0 + bo.size);
+                    assert_eq!(addr.addr.0, bo.iova.0 + a.offset);
+                    assert_eq!(addr.addr.0 + addr.len, bo.iova.0 + bo.size);
+                    assert!(addr.len > 0);
                 }
             }
         }

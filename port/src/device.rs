@@ -112,16 +112,21 @@ impl fmt::Display for Operation {
     }
 }
 
-/// A failed device operation: what was attempted and the driver's errno.
+/// A failed device operation: what was attempted, the driver's errno, and the driver's
+/// account of it when the backend has one.
 ///
 /// Backends report the driver's (or the OS's) positive errno unchanged, so the value means
-/// the same whether the KMD runs in the kernel or in process.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// the same whether the KMD runs in the kernel or in process. A kernel driver can only
+/// return the errno (its diagnosis goes to the kernel log); an in-process or remote KMD
+/// also returns its message in `detail` (which task, which operation, engine state).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct DeviceError {
     /// The operation.
     pub op: Operation,
     /// Positive Linux errno (`EINVAL` = 22, ...).
     pub errno: i32,
+    /// The driver's explanation, if it gave one.
+    pub detail: Option<String>,
 }
 
 impl DeviceError {
@@ -132,18 +137,39 @@ impl DeviceError {
 
     /// Builds an error from a KMD error.
     pub fn from_kmd(op: Operation, e: nvdla_kmd::error::Error) -> Self {
+        Self::new(op, e)
+    }
+
+    /// An error of `op` with the KMD's errno `e` and no detail.
+    pub fn new(op: Operation, e: nvdla_kmd::error::Error) -> Self {
+        Self::from_errno(op, e.errno())
+    }
+
+    /// An error of `op` with a raw positive errno and no detail.
+    pub fn from_errno(op: Operation, errno: i32) -> Self {
         Self {
             op,
-            errno: e.errno(),
+            errno,
+            detail: None,
         }
+    }
+
+    /// The same error with the driver's explanation attached.
+    pub fn with_detail(mut self, detail: impl Into<String>) -> Self {
+        self.detail = Some(detail.into());
+        self
     }
 }
 
 impl fmt::Display for DeviceError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.kind() {
-            Some(k) => write!(f, "{} failed: {} (errno {})", self.op, k.name(), self.errno),
-            None => write!(f, "{} failed: errno {}", self.op, self.errno),
+            Some(k) => write!(f, "{} failed: {} (errno {})", self.op, k.name(), self.errno)?,
+            None => write!(f, "{} failed: errno {}", self.op, self.errno)?,
+        }
+        match &self.detail {
+            Some(d) => write!(f, ": {d}"),
+            None => Ok(()),
         }
     }
 }
@@ -221,10 +247,13 @@ mod tests {
         let e = DeviceError::from_kmd(Operation::Submit, nvdla_kmd::error::Error::NoEntry);
         assert_eq!(e.errno, 2);
         assert_eq!(e.to_string(), "SUBMIT failed: ENOENT (errno 2)");
-        let e = DeviceError {
-            op: Operation::MapBuffer,
-            errno: 1234,
-        };
+        let e = DeviceError::from_errno(Operation::MapBuffer, 1234);
         assert_eq!(e.to_string(), "GEM_MMAP failed: errno 1234");
+        let e = DeviceError::new(Operation::Submit, nvdla_kmd::error::Error::TimedOut)
+            .with_detail("task 0: timed out");
+        assert_eq!(
+            e.to_string(),
+            "SUBMIT failed: ETIMEDOUT (errno 110): task 0: timed out"
+        );
     }
 }

@@ -11,9 +11,13 @@
 //! - [`device`]: the [`device::Device`] trait, the operations the UMD needs from "a device",
 //!   independent of whether the driver is in the kernel, in process or behind a socket.
 //!
-//! No backend is provided yet; backends implement [`device::Device`].
+//! - [`vp`]: the in-process backend: our KMD and firmware driving the virtual platform's
+//!   hardware model.
+//!
+//! Backends implement [`device::Device`].
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod device;
 pub mod uapi;
+pub mod vp;

@@ -16,6 +16,7 @@ use std::path::PathBuf;
 use std::str::FromStr;
 
 use nvdla_port::device::{BufferAddress, BufferHandle, Device, DeviceError, Operation, Task};
+use nvdla_port::vp::VpDevice;
 use thiserror::Error;
 
 /// Which kind of device to drive (`--device`).
@@ -59,41 +60,9 @@ impl FromStr for DeviceKind {
     }
 }
 
-/// Hardware configuration of the accelerator (`--config`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum HwConfig {
-    /// NVDLA v1, full configuration.
-    #[default]
-    NvFull,
-    /// NVDLA v2, large configuration.
-    NvLarge,
-    /// NVDLA v2, small configuration (int8 only, no SRAM).
-    NvSmall,
-}
-
-impl fmt::Display for HwConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            HwConfig::NvFull => "nv_full",
-            HwConfig::NvLarge => "nv_large",
-            HwConfig::NvSmall => "nv_small",
-        })
-    }
-}
-
-impl FromStr for HwConfig {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "nv_full" => Ok(HwConfig::NvFull),
-            "nv_large" => Ok(HwConfig::NvLarge),
-            "nv_small" => Ok(HwConfig::NvSmall),
-            _ => Err(format!(
-                "unknown config '{s}' (expected nv_full, nv_large or nv_small)"
-            )),
-        }
-    }
-}
+/// Hardware configuration of the accelerator (`--config`): the configurations the
+/// virtual platform models, which are also the builds of the hardware.
+pub use nvdla_port::vp::VpConfig as HwConfig;
 
 /// Why a device could not be opened.
 #[derive(Debug, Error)]
@@ -120,15 +89,16 @@ pub type DeviceOpener<'a> =
 /// Opens the device backend `kind` for hardware configuration `config`.
 ///
 /// This is the seam where backends are wired in: each arm returns the backend's
-/// `Box<dyn Device>`. Only the mock exists in this crate.
+/// `Box<dyn Device>`. `config` selects the virtual platform's hardware; real hardware
+/// reports its own.
 pub fn open_device(
     kind: &DeviceKind,
     config: HwConfig,
 ) -> Result<Box<dyn Device>, OpenDeviceError> {
-    let _ = config;
     match kind {
         DeviceKind::Mock => Ok(Box::new(MockDevice::new())),
-        DeviceKind::Vp | DeviceKind::Linux | DeviceKind::Socket(_) => {
+        DeviceKind::Vp => Ok(Box::new(VpDevice::new(config))),
+        DeviceKind::Linux | DeviceKind::Socket(_) => {
             Err(OpenDeviceError::NotAvailable(kind.clone()))
         }
     }
@@ -217,10 +187,7 @@ impl MockDevice {
 
 impl Device for MockDevice {
     fn create_buffer(&mut self, size: u64) -> Result<BufferHandle, DeviceError> {
-        let err = |errno| DeviceError {
-            op: Operation::CreateBuffer,
-            errno,
-        };
+        let err = |errno| DeviceError::from_errno(Operation::CreateBuffer, errno);
         if size == 0 {
             return Err(err(EINVAL));
         }
@@ -239,27 +206,18 @@ impl Device for MockDevice {
         self.buffers
             .get_mut(&handle.get())
             .map(Vec::as_mut_slice)
-            .ok_or(DeviceError {
-                op: Operation::MapBuffer,
-                errno: ENOENT,
-            })
+            .ok_or(DeviceError::from_errno(Operation::MapBuffer, ENOENT))
     }
 
     fn destroy_buffer(&mut self, handle: BufferHandle) -> Result<(), DeviceError> {
         self.buffers
             .remove(&handle.get())
             .map(|_| self.destroyed.push(handle))
-            .ok_or(DeviceError {
-                op: Operation::DestroyBuffer,
-                errno: ENOENT,
-            })
+            .ok_or(DeviceError::from_errno(Operation::DestroyBuffer, ENOENT))
     }
 
     fn submit(&mut self, tasks: &[Task<'_>]) -> Result<(), DeviceError> {
-        let err = |errno| DeviceError {
-            op: Operation::Submit,
-            errno,
-        };
+        let err = |errno| DeviceError::from_errno(Operation::Submit, errno);
         // Validate everything first, as the KMD does: counts, handles, offsets.
         for t in tasks {
             if t.addresses.is_empty()

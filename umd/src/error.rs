@@ -103,6 +103,14 @@ pub enum Error {
         /// What is wrong.
         what: String,
     },
+    /// A DLA task's descriptors cannot be prepared (legacy surface-list upgrade).
+    #[error("task {task}: {what}")]
+    Descriptor {
+        /// Task id.
+        task: usize,
+        /// What is wrong.
+        what: String,
+    },
     /// A task waits for an event nothing signalled before it.
     #[error("task {task}: waits for event {event} (sync point {target} >= {want}), but it is at {have} and no earlier task raises it")]
     EventNeverSignalled {

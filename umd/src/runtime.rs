@@ -191,6 +191,49 @@ pub struct Runtime<'l> {
     outputs: Vec<usize>,
 }
 
+/// Reads `len` bytes at `at` from a device buffer.
+fn read_at(
+    dev: &mut dyn Device,
+    at: BufferAddress,
+    len: usize,
+) -> core::result::Result<Vec<u8>, String> {
+    let buf = dev.map_buffer(at.handle).map_err(|e| e.to_string())?;
+    usize::try_from(at.offset)
+        .ok()
+        .and_then(|o| buf.get(o..o.checked_add(len)?))
+        .map(<[u8]>::to_vec)
+        .ok_or_else(|| {
+            format!(
+                "{len} bytes at offset {} run past the end of {} ({} bytes)",
+                at.offset,
+                at.handle,
+                buf.len()
+            )
+        })
+}
+
+/// Writes `data` at `at` into a device buffer.
+fn write_at(
+    dev: &mut dyn Device,
+    at: BufferAddress,
+    data: &[u8],
+) -> core::result::Result<(), String> {
+    let buf = dev.map_buffer(at.handle).map_err(|e| e.to_string())?;
+    let len = buf.len();
+    usize::try_from(at.offset)
+        .ok()
+        .and_then(|o| buf.get_mut(o..o.checked_add(data.len())?))
+        .map(|dst| dst.copy_from_slice(data))
+        .ok_or_else(|| {
+            format!(
+                "{} bytes at offset {} run past the end of {} ({len} bytes)",
+                data.len(),
+                at.offset,
+                at.handle
+            )
+        })
+}
+
 fn dev_err(context: String) -> impl FnOnce(nvdla_port::device::DeviceError) -> Error {
     move |source| Error::Device { context, source }
 }
@@ -222,7 +265,7 @@ impl<'l> Runtime<'l> {
             inputs: Vec::new(),
             outputs: Vec::new(),
         };
-        match rt.init(dev) {
+        match rt.init(dev).and_then(|()| rt.upgrade_legacy_surfaces(dev)) {
             Ok(()) => Ok(rt),
             Err(e) => {
                 rt.release(dev);
@@ -269,6 +312,75 @@ impl<'l> Runtime<'l> {
             if flags.contains(MemoryFlags::SET) {
                 self.fill(dev, mi)?;
             }
+        }
+        Ok(())
+    }
+
+    /// Rewrites legacy (pre-0.12) DLA1 surface lists into the current layout, in the
+    /// device buffers, once per list (tasks may share one).
+    ///
+    /// The firmware reads one descriptor layout; loadables built before interface 0.12
+    /// (NVIDIA's regression corpus among them) carry the older data-cube layout, which
+    /// [`nvdla_loadable::upgrade`] converts in place. The layout is that of the network
+    /// descriptor's blob version.
+    fn upgrade_legacy_surfaces(&mut self, dev: &mut dyn Device) -> Result<()> {
+        use nvdla_loadable::dla::{self, Layout as DlaLayout, NetworkDesc};
+        use nvdla_loadable::Descriptor;
+        let mut done: Vec<BufferAddress> = Vec::new();
+        for ti in 0..self.loadable.tasks().len() {
+            let task = self.loadable.tasks().get(ti).ok_or(Error::Descriptor {
+                task: ti,
+                what: "no such task".into(),
+            })?;
+            if task.interface() != Interface::DLA1 {
+                continue;
+            }
+            let Some(net_id) = task.address_list().iter().next() else {
+                continue;
+            };
+            let Some(blob) = self.loadable.blob_at_address(net_id) else {
+                continue;
+            };
+            let v = blob.version();
+            if DlaLayout::for_version(v.major, v.minor) != DlaLayout::Legacy {
+                continue;
+            }
+            let bad = |what: String| Error::Descriptor { task: ti, what };
+            let slots = self.translate(ti, "DLA1")?;
+            let at = |index: i16, what: &str| -> Result<BufferAddress> {
+                usize::try_from(index)
+                    .ok()
+                    .and_then(|i| slots.get(i))
+                    .and_then(|(_, a)| *a)
+                    .ok_or_else(|| {
+                        bad(format!(
+                            "network descriptor: {what} = {index} is not in the address list"
+                        ))
+                    })
+            };
+            let net_addr = at(0, "address list entry 0")?;
+            let net_bytes = read_at(dev, net_addr, NetworkDesc::SIZE)
+                .map_err(|e| bad(format!("network descriptor: {e}")))?;
+            let net = NetworkDesc::decode_from(&net_bytes)
+                .map_err(|e| bad(format!("network descriptor: {e}")))?;
+            if net.surface_desc_index < 0 {
+                continue;
+            }
+            let surf_addr = at(net.surface_desc_index, "surface_desc_index")?;
+            if done.contains(&surf_addr) {
+                continue;
+            }
+            let n = usize::from(net.num_operations) * usize::from(net.num_rois.max(1));
+            let deps_addr = at(net.dependency_graph_index, "dependency_graph_index")?;
+            let deps = read_at(dev, deps_addr, n * dla::DEPENDENCY_ENTRY_SIZE)
+                .map_err(|e| bad(format!("dependency graph: {e}")))?;
+            let mut surf = read_at(dev, surf_addr, n * dla::SURFACE_CONTAINER_SIZE)
+                .map_err(|e| bad(format!("surface list: {e}")))?;
+            nvdla_loadable::upgrade::surfaces_to_current(&deps, &mut surf, n)
+                .map_err(|e| bad(format!("legacy surface list: {e}")))?;
+            write_at(dev, surf_addr, &surf).map_err(|e| bad(format!("surface list: {e}")))?;
+            log::debug!("task {ti}: legacy surface list of {n} operations upgraded");
+            done.push(surf_addr);
         }
         Ok(())
     }

@@ -85,7 +85,7 @@ fn unavailable_backend_is_reported() {
     };
     let d = tmpdir("vp");
     let f = shared.join("nvdla-sw-regression/flatbufs/kmd/NN/NN_L0_0_fbuf");
-    for dev in ["vp", "linux", "socket:/tmp/x"] {
+    for dev in ["linux", "socket:/tmp/x"] {
         let (code, _, err) = run(&["--loadable", f.to_str().unwrap(), "--device", dev], &d);
         assert_eq!(code, 1);
         let line = one_error_line(&err);

@@ -1,0 +1,353 @@
+//! The in-process backend: our KMD and firmware driving the virtual platform's hardware
+//! model, all in the runtime's process.
+//!
+//! GEM buffers live in the model's DRAM at the device addresses the KMD gives them (so a
+//! device address in a descriptor is a DRAM address, as on a board without an IOMMU). The
+//! model's DRAM is sparse and not addressable as one host slice, so each buffer also has a
+//! host copy that [`Device::map_buffer`] hands out; [`VpDevice::submit`] writes the host
+//! copies of the buffers a submit names into DRAM before it runs and reads them back after,
+//! which gives exactly the visibility the [`Device`] contract asks of a mapping.
+//!
+//! The model computes synchronously: a layer runs when the firmware observes the interrupt
+//! line. So when the line is low and no enabled work can make progress, no interrupt will
+//! ever come, and [`KmdOs::wait_for_interrupt`] reports the timeout at once instead of
+//! sleeping until the task's deadline; the error then names the blocks that were enabled
+//! but could not run and any engine fault.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+use std::time::Instant;
+
+use nvdla_firmware::hw::DeviceAddr;
+use nvdla_firmware::HwError;
+use nvdla_kmd::bo::{BoConfig, ClientId};
+use nvdla_kmd::submit::{MemHandle, SubmitDesc, TaskDesc, SUBMIT_VERSION};
+use nvdla_kmd::{Kmd, KmdOs, Wait};
+use nvdla_vp::mem::RamType;
+use nvdla_vp::Vp;
+
+use crate::device::{BufferHandle, Device, DeviceError, Operation, Task};
+
+/// The hardware configurations the model implements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum VpConfig {
+    /// NVDLA v1, full configuration.
+    #[default]
+    NvFull,
+    /// NVDLA v2, large configuration.
+    NvLarge,
+    /// NVDLA v2, small configuration (int8 only, no SRAM, BDMA or RUBIK).
+    NvSmall,
+}
+
+impl VpConfig {
+    /// The name used on command lines and in trace paths.
+    pub const fn name(self) -> &'static str {
+        match self {
+            VpConfig::NvFull => "nv_full",
+            VpConfig::NvLarge => "nv_large",
+            VpConfig::NvSmall => "nv_small",
+        }
+    }
+
+    fn firmware(self) -> nvdla_firmware::HwConfig {
+        match self {
+            VpConfig::NvFull => nvdla_firmware::HwConfig::NV_FULL,
+            VpConfig::NvLarge => nvdla_firmware::HwConfig::NV_LARGE,
+            VpConfig::NvSmall => nvdla_firmware::HwConfig::NV_SMALL,
+        }
+    }
+
+    fn model(self) -> nvdla_vp::HwConfig {
+        match self {
+            VpConfig::NvFull => nvdla_vp::HwConfig::nv_full(),
+            VpConfig::NvLarge => nvdla_vp::HwConfig::nv_large(),
+            VpConfig::NvSmall => nvdla_vp::HwConfig::nv_small(),
+        }
+    }
+}
+
+impl fmt::Display for VpConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for VpConfig {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "nv_full" => Ok(VpConfig::NvFull),
+            "nv_large" => Ok(VpConfig::NvLarge),
+            "nv_small" => Ok(VpConfig::NvSmall),
+            _ => Err(format!(
+                "unknown config '{s}' (expected nv_full, nv_large or nv_small)"
+            )),
+        }
+    }
+}
+
+/// [`KmdOs`] over the hardware model: registers are its CSB, device memory its DRAM.
+pub struct VpOs {
+    vp: Vp,
+    config: VpConfig,
+    clock: Instant,
+    /// Why the last wait found no interrupt coming (for the error message).
+    hang: Option<String>,
+}
+
+impl VpOs {
+    /// A model of `config` at reset.
+    pub fn new(config: VpConfig) -> Self {
+        Self {
+            vp: Vp::new(config.model()),
+            config,
+            clock: Instant::now(),
+            hang: None,
+        }
+    }
+
+    /// The hardware model.
+    pub fn vp(&self) -> &Vp {
+        &self.vp
+    }
+
+    /// The hardware model, mutable (e.g. to load memory directly in tests).
+    pub fn vp_mut(&mut self) -> &mut Vp {
+        &mut self.vp
+    }
+
+    /// The model's account of the last wait that found no interrupt coming.
+    pub fn last_hang(&self) -> Option<&str> {
+        self.hang.as_deref()
+    }
+}
+
+fn fault(addr: DeviceAddr, len: usize) -> HwError {
+    HwError::MemoryFault { addr, len }
+}
+
+impl KmdOs for VpOs {
+    fn reg_read(&mut self, offset: u32) -> Result<u32, HwError> {
+        if offset % 4 != 0 {
+            return Err(HwError::UnalignedRegister { offset });
+        }
+        Ok(self.vp.csb_read(offset))
+    }
+
+    fn reg_write(&mut self, offset: u32, value: u32) -> Result<(), HwError> {
+        if offset % 4 != 0 {
+            return Err(HwError::UnalignedRegister { offset });
+        }
+        self.vp.csb_write(offset, value);
+        Ok(())
+    }
+
+    fn mem_read(&mut self, addr: DeviceAddr, buf: &mut [u8]) -> Result<(), HwError> {
+        let len = buf.len();
+        self.vp
+            .mem
+            .read(RamType::Dram, addr.0, buf)
+            .map_err(|_| fault(addr, len))
+    }
+
+    fn mem_write(&mut self, addr: DeviceAddr, data: &[u8]) -> Result<(), HwError> {
+        self.vp
+            .mem
+            .write(RamType::Dram, addr.0, data)
+            .map_err(|_| fault(addr, data.len()))
+    }
+
+    fn now_ms(&mut self) -> u64 {
+        u64::try_from(self.clock.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    fn wait_for_interrupt(&mut self, _deadline_ms: Option<u64>) -> Wait {
+        // Observing the line lets the model run every enabled layer whose inputs are
+        // ready; if it is still low, nothing enabled can ever complete.
+        if self.vp.irq_pending() {
+            self.hang = None;
+            return Wait::Interrupt;
+        }
+        let stuck = self.vp.pending_blocks();
+        let mut why = if stuck.is_empty() {
+            String::from("hardware idle, no interrupt pending")
+        } else {
+            let names: Vec<String> = stuck.iter().map(|b| b.to_string()).collect();
+            format!("hardware: enabled but cannot run: {}", names.join(", "))
+        };
+        if let Some(f) = self.vp.fault() {
+            why.push_str(&format!("; engine fault in {}: {}", f.block, f.error));
+        }
+        log::error!("vp: no interrupt will arrive ({why})");
+        self.hang = Some(why);
+        Wait::TimedOut
+    }
+
+    fn reset(&mut self) {
+        // A fresh model with the old memory: registers, groups, interrupts and faults at
+        // their reset values, memory untouched (as the NVDLA's reset leaves DRAM alone).
+        let mem = std::mem::replace(&mut self.vp.mem, Vp::new(self.config.model()).mem);
+        self.vp = Vp::new(self.config.model());
+        self.vp.mem = mem;
+    }
+}
+
+/// An in-process NVDLA: [`Kmd`] + firmware + the hardware model, as a [`Device`].
+pub struct VpDevice {
+    kmd: Kmd<VpOs>,
+    /// Host copies of the live buffers, by handle.
+    buffers: BTreeMap<u32, Vec<u8>>,
+}
+
+/// The only client of an in-process device.
+const CLIENT: ClientId = ClientId(1);
+
+impl VpDevice {
+    /// A device with hardware configuration `config`, at reset.
+    pub fn new(config: VpConfig) -> Self {
+        let kmd = Kmd::new(VpOs::new(config), config.firmware(), BoConfig::default())
+            .unwrap_or_else(|e| unreachable!("default BO window is valid: {e}"));
+        Self {
+            kmd,
+            buffers: BTreeMap::new(),
+        }
+    }
+
+    /// The driver (e.g. to inspect its buffers or the model).
+    pub fn kmd(&self) -> &Kmd<VpOs> {
+        &self.kmd
+    }
+
+    /// The driver, mutable.
+    pub fn kmd_mut(&mut self) -> &mut Kmd<VpOs> {
+        &mut self.kmd
+    }
+
+    /// Copies the host copies of `handles` into the model's DRAM (`true`) or back (`false`).
+    fn sync(&mut self, handles: &[u32], to_device: bool) -> Result<(), DeviceError> {
+        let io = |_| DeviceError::new(Operation::Submit, nvdla_kmd::Error::Io);
+        for &h in handles {
+            let bo = *self
+                .kmd
+                .bo(CLIENT, h)
+                .map_err(|e| DeviceError::from_kmd(Operation::Submit, e))?;
+            let Some(host) = self.buffers.get_mut(&h) else {
+                continue;
+            };
+            let mem = &mut self.kmd.os_mut().vp_mut().mem;
+            if to_device {
+                mem.write(RamType::Dram, bo.iova.0, host).map_err(io)?;
+            } else {
+                mem.read(RamType::Dram, bo.iova.0, host).map_err(io)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Device for VpDevice {
+    fn create_buffer(&mut self, size: u64) -> Result<BufferHandle, DeviceError> {
+        let op = Operation::CreateBuffer;
+        let h = self
+            .kmd
+            .gem_create(CLIENT, size, 0)
+            .map_err(|e| DeviceError::from_kmd(op, e))?;
+        let host = usize::try_from(size)
+            .ok()
+            .and_then(|n| {
+                let mut v = Vec::new();
+                v.try_reserve_exact(n).ok()?;
+                v.resize(n, 0);
+                Some(v)
+            })
+            .ok_or(DeviceError::new(op, nvdla_kmd::Error::NoMemory));
+        let host = match host {
+            Ok(v) => v,
+            Err(e) => {
+                let _ = self.kmd.gem_destroy(CLIENT, h.get());
+                return Err(e);
+            }
+        };
+        self.buffers.insert(h.get(), host);
+        BufferHandle::new(h.get()).ok_or(DeviceError::new(op, nvdla_kmd::Error::Io))
+    }
+
+    fn map_buffer(&mut self, handle: BufferHandle) -> Result<&mut [u8], DeviceError> {
+        let op = Operation::MapBuffer;
+        self.kmd
+            .gem_mmap(CLIENT, handle.get())
+            .map_err(|e| DeviceError::from_kmd(op, e))?;
+        self.buffers
+            .get_mut(&handle.get())
+            .map(Vec::as_mut_slice)
+            .ok_or(DeviceError::new(op, nvdla_kmd::Error::NoEntry))
+    }
+
+    fn destroy_buffer(&mut self, handle: BufferHandle) -> Result<(), DeviceError> {
+        self.kmd
+            .gem_destroy(CLIENT, handle.get())
+            .map_err(|e| DeviceError::from_kmd(Operation::DestroyBuffer, e))?;
+        self.buffers.remove(&handle.get());
+        Ok(())
+    }
+
+    fn submit(&mut self, tasks: &[Task<'_>]) -> Result<(), DeviceError> {
+        let op = Operation::Submit;
+        let lists: Vec<Vec<MemHandle>> = tasks
+            .iter()
+            .map(|t| {
+                t.addresses
+                    .iter()
+                    .map(|a| MemHandle {
+                        handle: a.handle.get(),
+                        reserved: 0,
+                        offset: a.offset,
+                    })
+                    .collect()
+            })
+            .collect();
+        let descs: Vec<TaskDesc<'_>> = tasks
+            .iter()
+            .zip(&lists)
+            .map(|(t, l)| TaskDesc {
+                timeout: t.timeout.to_uapi(),
+                addresses: l,
+            })
+            .collect();
+        let desc = SubmitDesc {
+            flags: 0,
+            version: SUBMIT_VERSION,
+            tasks: &descs,
+        };
+        let mut used: Vec<u32> = lists.iter().flatten().map(|a| a.handle).collect();
+        used.sort_unstable();
+        used.dedup();
+        // Unknown handles are left for the KMD to reject with its own error.
+        used.retain(|h| self.buffers.contains_key(h));
+        self.sync(&used, true)?;
+        let result = self.kmd.submit(CLIENT, &desc);
+        self.sync(&used, false)?;
+        match result {
+            Ok(report) => {
+                log::debug!(
+                    "vp: submit done: {} task(s), {} interrupt(s)",
+                    report.tasks,
+                    report.interrupts
+                );
+                Ok(())
+            }
+            Err(failure) => {
+                let mut detail = failure.to_string();
+                if let Some(hang) = self.kmd.os().last_hang() {
+                    if matches!(failure.error(), nvdla_kmd::Error::TimedOut) {
+                        detail.push_str("; ");
+                        detail.push_str(hang);
+                    }
+                }
+                Err(DeviceError::new(op, failure.error()).with_detail(detail))
+            }
+        }
+    }
+}

@@ -1,0 +1,447 @@
+//! The driver half of the stack on the virtual platform: KMD + firmware + hardware model
+//! behind [`VpDevice`], fed with NVIDIA's regression loadables and with malformed
+//! submissions.
+
+use std::path::PathBuf;
+
+use nvdla_firmware::hw::DeviceAddr;
+use nvdla_firmware::HwError;
+use nvdla_kmd::bo::{BoConfig, ClientId};
+use nvdla_kmd::submit::{MemHandle, SubmitDesc, TaskDesc, SUBMIT_VERSION};
+use nvdla_kmd::{Error as Errno, Kmd, KmdOs, SubmitFailure, Wait};
+use nvdla_loadable::dla::{self, CommonOpDesc, Layout, NetworkDesc};
+use nvdla_loadable::{Descriptor, Interface, Loadable, MemoryFlags};
+use nvdla_port::device::{BufferAddress, BufferHandle, Device, Task, Timeout};
+use nvdla_port::vp::{VpConfig, VpDevice, VpOs};
+
+/// A loadable laid out on a device: one buffer per memory entry, `SET` contents copied,
+/// legacy surface lists upgraded, and the first DLA1 task's address list.
+struct Loaded {
+    buffers: Vec<Option<BufferHandle>>,
+    addresses: Vec<BufferAddress>,
+}
+
+fn load(dev: &mut dyn Device, bytes: &[u8]) -> Loaded {
+    let l = Loadable::parse(bytes).expect("loadable parses");
+    let mut buffers = Vec::new();
+    for m in l.memory().iter() {
+        if !m.flags().contains(MemoryFlags::ALLOC) || m.size() == 0 {
+            buffers.push(None);
+            continue;
+        }
+        let h = dev.create_buffer(m.size()).expect("create buffer");
+        let buf = dev.map_buffer(h).unwrap();
+        for i in 0..m.contents_len() {
+            // Contents without a blob are not loaded (the runtime reports them).
+            let Some((name, off)) = m.content(i) else {
+                continue;
+            };
+            let Some(data) = l.blob(name).map(|b| b.data()) else {
+                continue;
+            };
+            let off = off as usize;
+            let n = data.len().min(buf.len() - off);
+            buf[off..off + n].copy_from_slice(&data[..n]);
+        }
+        buffers.push(Some(h));
+    }
+    let task = l
+        .tasks()
+        .iter()
+        .find(|t| t.interface() == Interface::DLA1)
+        .expect("a DLA1 task");
+    let ids: Vec<u16> = task.address_list().iter().collect();
+    let addresses: Vec<BufferAddress> = ids
+        .iter()
+        .map(|&id| {
+            let a = l.addresses().get(usize::from(id)).unwrap();
+            BufferAddress {
+                handle: buffers[usize::from(a.mem_id())].expect("allocated"),
+                offset: a.offset(),
+            }
+        })
+        .collect();
+    let v = l.blob_at_address(ids[0]).unwrap().version();
+    if Layout::for_version(v.major, v.minor) == Layout::Legacy {
+        let net = NetworkDesc::decode_from(&read(dev, addresses[0], NetworkDesc::SIZE)).unwrap();
+        let n = usize::from(net.num_operations) * usize::from(net.num_rois.max(1));
+        let deps = read(
+            dev,
+            addresses[net.dependency_graph_index as usize],
+            n * dla::DEPENDENCY_ENTRY_SIZE,
+        );
+        let at = addresses[net.surface_desc_index as usize];
+        let mut surf = read(dev, at, n * dla::SURFACE_CONTAINER_SIZE);
+        nvdla_loadable::upgrade::surfaces_to_current(&deps, &mut surf, n).unwrap();
+        write(dev, at, &surf);
+    }
+    Loaded { buffers, addresses }
+}
+
+fn read(dev: &mut dyn Device, at: BufferAddress, len: usize) -> Vec<u8> {
+    let o = at.offset as usize;
+    dev.map_buffer(at.handle).unwrap()[o..o + len].to_vec()
+}
+
+fn write(dev: &mut dyn Device, at: BufferAddress, data: &[u8]) {
+    let o = at.offset as usize;
+    dev.map_buffer(at.handle).unwrap()[o..o + data.len()].copy_from_slice(data);
+}
+
+fn submit(
+    dev: &mut dyn Device,
+    addresses: &[BufferAddress],
+) -> Result<(), nvdla_port::device::DeviceError> {
+    dev.submit(&[Task {
+        addresses,
+        timeout: Timeout::Millis(5_000),
+    }])
+}
+
+fn shared() -> Option<PathBuf> {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/nvdla-sw-regression");
+    if p.is_dir() {
+        Some(p)
+    } else {
+        eprintln!("skipped: {} is absent", p.display());
+        None
+    }
+}
+
+fn config_of(test: &str) -> VpConfig {
+    if test.ends_with("_small") {
+        VpConfig::NvSmall
+    } else if test.ends_with("_large") {
+        VpConfig::NvLarge
+    } else {
+        VpConfig::NvFull
+    }
+}
+
+/// Runs a regression loadable's DLA1 task; `Ok(interrupts)` or the device error text.
+fn run_regression(unit: &str, test: &str) -> Option<Result<(), String>> {
+    let path = shared()?.join(format!("flatbufs/kmd/{unit}/{test}_fbuf"));
+    let bytes = std::fs::read(&path).unwrap();
+    let mut dev = VpDevice::new(config_of(test));
+    let loaded = load(&mut dev, &bytes);
+    Some(submit(&mut dev, &loaded.addresses).map_err(|e| e.to_string()))
+}
+
+/// The loadables whose DLA task only uses engines the model already has.
+#[test]
+fn regression_tasks_complete_on_the_vp() {
+    let tests = [
+        ("BDMA", "BDMA_L0_0"),
+        ("SDP", "SDP_X1_L0_0"),
+        ("SDP", "SDP_X1_L0_0_small"),
+        ("SDP", "SDP_X1_L0_0_large"),
+        ("PDP", "PDP_L0_0"),
+        ("PDP", "PDP_L0_0_small"),
+        ("PDP", "PDP_L0_0_large"),
+        ("CDP", "CDP_L0_0"),
+        ("CDP", "CDP_L0_0_small"),
+        ("CDP", "CDP_L0_0_large"),
+        ("RBK", "RBK_L0_0"),
+    ];
+    for (unit, test) in tests {
+        let Some(r) = run_regression(unit, test) else {
+            return;
+        };
+        r.unwrap_or_else(|e| panic!("{test}: {e}"));
+    }
+}
+
+/// The convolution loadables: they complete once the model has the convolution pipeline
+/// (`cargo test -p nvdla-port -- --ignored` until then).
+#[test]
+#[ignore = "needs the VP convolution pipeline"]
+fn convolution_regression_tasks_complete_on_the_vp() {
+    for (unit, test) in [
+        ("CONV", "CONV_D_L0_0"),
+        ("CONV", "CONV_D_L0_0_small"),
+        ("CONV", "CONV_D_L0_0_large"),
+        ("NN", "NN_L0_0"),
+    ] {
+        let Some(r) = run_regression(unit, test) else {
+            return;
+        };
+        r.unwrap_or_else(|e| panic!("{test}: {e}"));
+    }
+}
+
+// --- malformed submissions -------------------------------------------------------------
+
+/// The project's own one-operation BDMA copy, loaded on `dev`.
+fn bdma(dev: &mut dyn Device) -> Loaded {
+    let bytes = nvdla_loadable::examples::bdma_copy(8, 8).build();
+    load(dev, &bytes)
+}
+
+/// Checks that a good BDMA task runs on `dev` and copies its ramp.
+fn good_task_succeeds(dev: &mut dyn Device) {
+    let l = bdma(dev);
+    let dst = *l.buffers.iter().flatten().last().unwrap();
+    dev.map_buffer(dst).unwrap().fill(0xee);
+    submit(dev, &l.addresses).expect("good task after a failed one");
+    let out = dev.map_buffer(dst).unwrap();
+    assert!(out.iter().any(|&b| b != 0xee), "BDMA wrote its destination");
+    for h in l.buffers.into_iter().flatten() {
+        dev.destroy_buffer(h).unwrap();
+    }
+}
+
+fn errno_of(r: Result<(), nvdla_port::device::DeviceError>) -> (i32, String) {
+    let e = r.expect_err("the submit must fail");
+    (e.errno, e.to_string())
+}
+
+fn net_mut(dev: &mut dyn Device, l: &Loaded, f: impl FnOnce(&mut NetworkDesc)) {
+    let mut net = NetworkDesc::decode_from(&read(dev, l.addresses[0], NetworkDesc::SIZE)).unwrap();
+    f(&mut net);
+    write(dev, l.addresses[0], &net.to_vec());
+}
+
+fn dep_mut(dev: &mut dyn Device, l: &Loaded, f: impl FnOnce(&mut CommonOpDesc)) {
+    let net = NetworkDesc::decode_from(&read(dev, l.addresses[0], NetworkDesc::SIZE)).unwrap();
+    let at = l.addresses[net.dependency_graph_index as usize];
+    let mut dep = CommonOpDesc::decode_from(&read(dev, at, CommonOpDesc::SIZE)).unwrap();
+    f(&mut dep);
+    write(dev, at, &dep.to_vec());
+}
+
+#[test]
+fn unknown_handle_is_enoent() {
+    let mut dev = VpDevice::new(VpConfig::NvFull);
+    let mut l = bdma(&mut dev);
+    l.addresses[4].handle = BufferHandle::new(999).unwrap();
+    let (errno, msg) = errno_of(submit(&mut dev, &l.addresses));
+    assert_eq!(errno, Errno::NoEntry.errno(), "{msg}");
+    good_task_succeeds(&mut dev);
+}
+
+#[test]
+fn offset_past_the_buffer_is_einval() {
+    let mut dev = VpDevice::new(VpConfig::NvFull);
+    let mut l = bdma(&mut dev);
+    l.addresses[5].offset = 1 << 20;
+    let (errno, msg) = errno_of(submit(&mut dev, &l.addresses));
+    assert_eq!(errno, Errno::Invalid.errno(), "{msg}");
+    assert!(msg.contains("entry 5"), "{msg}");
+    good_task_succeeds(&mut dev);
+}
+
+#[test]
+fn garbage_network_descriptor_is_einval() {
+    let mut dev = VpDevice::new(VpConfig::NvFull);
+    let l = bdma(&mut dev);
+    let junk: Vec<u8> = (0..NetworkDesc::SIZE as u32)
+        .map(|i| (i.wrapping_mul(0x9e37_79b9) >> 13) as u8)
+        .collect();
+    write(&mut dev, l.addresses[0], &junk);
+    let (errno, msg) = errno_of(submit(&mut dev, &l.addresses));
+    assert_eq!(errno, Errno::Invalid.errno(), "{msg}");
+    assert!(msg.contains("firmware"), "{msg}");
+    good_task_succeeds(&mut dev);
+}
+
+#[test]
+fn operation_index_out_of_range_is_einval() {
+    let mut dev = VpDevice::new(VpConfig::NvFull);
+    let l = bdma(&mut dev);
+    net_mut(&mut dev, &l, |n| n.op_head[0] = 7);
+    let (errno, msg) = errno_of(submit(&mut dev, &l.addresses));
+    assert_eq!(errno, Errno::Invalid.errno(), "{msg}");
+    assert!(msg.contains("= 7"), "{msg}");
+    good_task_succeeds(&mut dev);
+}
+
+#[test]
+fn dependency_cycle_is_einval() {
+    let mut dev = VpDevice::new(VpConfig::NvFull);
+    let l = bdma(&mut dev);
+    // The BDMA operation names itself as its next BDMA operation: a one-node cycle.
+    dep_mut(&mut dev, &l, |d| {
+        d.consumers[0] = dla::Consumer {
+            index: 0,
+            event: 3,
+            res: 0,
+        }
+    });
+    let (errno, msg) = errno_of(submit(&mut dev, &l.addresses));
+    assert_eq!(errno, Errno::Invalid.errno(), "{msg}");
+    good_task_succeeds(&mut dev);
+}
+
+#[test]
+fn unsatisfiable_dependency_is_einval() {
+    let mut dev = VpDevice::new(VpConfig::NvFull);
+    let l = bdma(&mut dev);
+    dep_mut(&mut dev, &l, |d| d.dependency_count = 3);
+    let (errno, msg) = errno_of(submit(&mut dev, &l.addresses));
+    assert_eq!(errno, Errno::Invalid.errno(), "{msg}");
+    assert!(msg.contains("waits for 3 events"), "{msg}");
+    good_task_succeeds(&mut dev);
+}
+
+#[test]
+fn operation_for_an_absent_engine_is_einval() {
+    // nv_small has no BDMA.
+    let mut dev = VpDevice::new(VpConfig::NvSmall);
+    let l = bdma(&mut dev);
+    let (errno, msg) = errno_of(submit(&mut dev, &l.addresses));
+    assert_eq!(errno, Errno::Invalid.errno(), "{msg}");
+    assert!(msg.contains("Bdma"), "{msg}");
+    // The device keeps working for engines it has: an SDP regression task.
+    if let Some(r) = run_regression("SDP", "SDP_X1_L0_0_small") {
+        r.unwrap();
+    }
+}
+
+/// A [`KmdOs`] over the model whose interrupt line can be cut, as a hung accelerator.
+struct HangingOs {
+    inner: VpOs,
+    hang: bool,
+    resets: u32,
+}
+
+impl KmdOs for HangingOs {
+    fn reg_read(&mut self, offset: u32) -> Result<u32, HwError> {
+        self.inner.reg_read(offset)
+    }
+    fn reg_write(&mut self, offset: u32, value: u32) -> Result<(), HwError> {
+        self.inner.reg_write(offset, value)
+    }
+    fn mem_read(&mut self, addr: DeviceAddr, buf: &mut [u8]) -> Result<(), HwError> {
+        self.inner.mem_read(addr, buf)
+    }
+    fn mem_write(&mut self, addr: DeviceAddr, data: &[u8]) -> Result<(), HwError> {
+        self.inner.mem_write(addr, data)
+    }
+    fn now_ms(&mut self) -> u64 {
+        self.inner.now_ms()
+    }
+    fn wait_for_interrupt(&mut self, deadline_ms: Option<u64>) -> Wait {
+        if !self.hang {
+            return self.inner.wait_for_interrupt(deadline_ms);
+        }
+        // A real wait: sleep until the deadline.
+        let deadline = deadline_ms.expect("the test sets a timeout");
+        while self.inner.now_ms() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        Wait::TimedOut
+    }
+    fn reset(&mut self) {
+        self.resets += 1;
+        self.inner.reset();
+    }
+}
+
+#[test]
+fn a_task_that_never_completes_times_out_and_the_next_one_runs() {
+    let os = HangingOs {
+        inner: VpOs::new(VpConfig::NvFull),
+        hang: true,
+        resets: 0,
+    };
+    let mut kmd = Kmd::new(os, nvdla_firmware::HwConfig::NV_FULL, BoConfig::default()).unwrap();
+    let client = ClientId(7);
+    // Lay the BDMA copy out through the KMD: buffers in the model's DRAM at their IOVAs.
+    let bytes = nvdla_loadable::examples::bdma_copy(8, 8).build();
+    let l = Loadable::parse(&bytes).unwrap();
+    let mut handles = Vec::new();
+    for m in l.memory().iter() {
+        let h = kmd.gem_create(client, m.size(), 0).unwrap().get();
+        let iova = kmd.bo(client, h).unwrap().iova;
+        for i in 0..m.contents_len() {
+            let (name, off) = m.content(i).unwrap();
+            let data = l.blob(name).unwrap().data();
+            kmd.os_mut()
+                .inner
+                .mem_write(DeviceAddr(iova.0 + off), data)
+                .unwrap();
+        }
+        handles.push(h);
+    }
+    let task = l.tasks().get(0).unwrap();
+    let list: Vec<MemHandle> = task
+        .address_list()
+        .iter()
+        .map(|id| {
+            let a = l.addresses().get(usize::from(id)).unwrap();
+            MemHandle {
+                handle: handles[usize::from(a.mem_id())],
+                reserved: 0,
+                offset: a.offset(),
+            }
+        })
+        .collect();
+    let tasks = [TaskDesc {
+        timeout: 40,
+        addresses: &list,
+    }];
+    let desc = SubmitDesc {
+        flags: 0,
+        version: SUBMIT_VERSION,
+        tasks: &tasks,
+    };
+
+    let failure = kmd.submit(client, &desc).unwrap_err();
+    assert_eq!(failure.error(), Errno::TimedOut);
+    let msg = failure.to_string();
+    assert!(
+        matches!(failure, SubmitFailure::Task { task: 0, .. }),
+        "{msg}"
+    );
+    assert!(msg.contains("0 of 1 operations done"), "{msg}");
+    assert!(msg.contains("BDMA: g0 operation 0 (ROI 0)"), "{msg}");
+    let waited: u64 = msg
+        .split("after ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .and_then(|s| s.parse().ok())
+        .unwrap();
+    assert!(waited >= 40, "waited {waited} ms, timeout 40 ms");
+    assert_eq!(kmd.os().resets, 2, "reset at open and after the timeout");
+    // Buffers are no longer pinned: destroy would work. Run the same task again on a
+    // healthy line: it completes.
+    kmd.os_mut().hang = false;
+    let report = kmd.submit(client, &desc).expect("the next task succeeds");
+    assert_eq!(report.tasks, 1);
+    assert!(report.interrupts >= 1);
+    for h in handles {
+        kmd.gem_destroy(client, h).unwrap();
+    }
+    assert!(kmd.bos().is_empty());
+}
+
+#[test]
+fn buffers_in_use_by_another_client_are_invisible() {
+    let mut kmd = Kmd::new(
+        VpOs::new(VpConfig::NvFull),
+        nvdla_firmware::HwConfig::NV_FULL,
+        BoConfig::default(),
+    )
+    .unwrap();
+    let a = kmd.gem_create(ClientId(1), 4096, 0).unwrap().get();
+    assert_eq!(kmd.gem_destroy(ClientId(2), a), Err(Errno::NoEntry));
+    assert_eq!(kmd.gem_mmap(ClientId(2), a), Err(Errno::NoEntry));
+    let list = [MemHandle {
+        handle: a,
+        reserved: 0,
+        offset: 0,
+    }];
+    let tasks = [TaskDesc {
+        timeout: 10,
+        addresses: &list,
+    }];
+    let desc = SubmitDesc {
+        flags: 0,
+        version: SUBMIT_VERSION,
+        tasks: &tasks,
+    };
+    let f = kmd.submit(ClientId(2), &desc).unwrap_err();
+    assert_eq!(f.error(), Errno::NoEntry);
+    assert_eq!(kmd.close_client(ClientId(1)), 0);
+    assert!(kmd.bos().is_empty());
+}
