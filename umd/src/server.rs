@@ -182,6 +182,27 @@ pub fn serve(
     serve_on(listener, args, dev, out, err)
 }
 
+/// A new directory for received images, private to one server: named by process and a
+/// per-process counter, and created (not reused) so that two servers never share one and
+/// one's shutdown cannot delete the other's files.
+fn private_dir() -> Result<PathBuf, AppError> {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let base = std::env::temp_dir();
+    for _ in 0..64 {
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = base.join(format!("nvdla-runtime-{}-{n}", std::process::id()));
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(AppError(format!("cannot create {}: {e}", dir.display()))),
+        }
+    }
+    Err(AppError(format!(
+        "cannot create a private image directory in {}",
+        base.display()
+    )))
+}
+
 /// Serves clients on an already bound listener until one sends `SHUTDOWN`.
 pub fn serve_on(
     listener: TcpListener,
@@ -190,9 +211,7 @@ pub fn serve_on(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Result<(), AppError> {
-    let image_dir = std::env::temp_dir().join(format!("nvdla-runtime-{}", std::process::id()));
-    std::fs::create_dir_all(&image_dir)
-        .map_err(|e| AppError(format!("cannot create {}: {e}", image_dir.display())))?;
+    let image_dir = private_dir()?;
     let port = listener.local_addr().map(|a| a.port()).unwrap_or(args.port);
     let _ = writeln!(out, "listening at port:{port}");
     let _ = writeln!(out, "Ready for Client Connection...");

@@ -1,0 +1,99 @@
+//! A bare-metal image holding the firmware's scheduler behind an `extern "C"` hardware
+//! interface, so that the linker keeps exactly the code a port would use. Only for size
+//! measurement: it is never run.
+#![no_std]
+#![no_main]
+
+use nvdla_firmware::hw::{DeviceAddr, Hw, Region};
+use nvdla_firmware::{Engine, HwConfig, HwError, Progress};
+
+extern "C" {
+    fn port_reg_read(offset: u32) -> u32;
+    fn port_reg_write(offset: u32, value: u32);
+    fn port_mem_read(addr: u64, buf: *mut u8, len: usize) -> i32;
+    fn port_mem_write(addr: u64, data: *const u8, len: usize) -> i32;
+    fn port_address(index: u16, addr: *mut u64, len: *mut u64) -> i32;
+}
+
+struct PortHw;
+
+impl Hw for PortHw {
+    fn reg_read(&mut self, offset: u32) -> Result<u32, HwError> {
+        // SAFETY: a plain C function provided by the port; no pointers involved.
+        Ok(unsafe { port_reg_read(offset) })
+    }
+    fn reg_write(&mut self, offset: u32, value: u32) -> Result<(), HwError> {
+        // SAFETY: as above.
+        unsafe { port_reg_write(offset, value) };
+        Ok(())
+    }
+    fn mem_read(&mut self, addr: DeviceAddr, buf: &mut [u8]) -> Result<(), HwError> {
+        // SAFETY: `buf` is valid for `buf.len()` bytes of writes.
+        match unsafe { port_mem_read(addr.0, buf.as_mut_ptr(), buf.len()) } {
+            0 => Ok(()),
+            _ => Err(HwError::MemoryFault {
+                addr,
+                len: buf.len(),
+            }),
+        }
+    }
+    fn mem_write(&mut self, addr: DeviceAddr, data: &[u8]) -> Result<(), HwError> {
+        // SAFETY: `data` is valid for `data.len()` bytes of reads.
+        match unsafe { port_mem_write(addr.0, data.as_ptr(), data.len()) } {
+            0 => Ok(()),
+            _ => Err(HwError::MemoryFault {
+                addr,
+                len: data.len(),
+            }),
+        }
+    }
+    fn address(&self, index: u16) -> Result<Region, HwError> {
+        let (mut a, mut l) = (0u64, 0u64);
+        // SAFETY: both pointers are to live locals.
+        match unsafe { port_address(index, &mut a, &mut l) } {
+            0 => Ok(Region {
+                addr: DeviceAddr(a),
+                len: l,
+            }),
+            _ => Err(HwError::AddressIndex { index, count: 0 }),
+        }
+    }
+}
+
+static mut ENGINE: Option<Engine> = None;
+
+/// Starts a task (0: running, 1: done, -1: error).
+#[no_mangle]
+pub extern "C" fn nvdla_execute_task(config: u32) -> i32 {
+    let cfg = match config {
+        0 => HwConfig::NV_FULL,
+        1 => HwConfig::NV_SMALL,
+        _ => HwConfig::NV_LARGE,
+    };
+    // SAFETY: single-threaded bare-metal entry points; no reentrancy.
+    let engine = unsafe { &mut *core::ptr::addr_of_mut!(ENGINE) }.insert(Engine::new(cfg));
+    code(engine.execute_task(&mut PortHw))
+}
+
+/// Handles the NVDLA interrupt (0: running, 1: done, -1: error).
+#[no_mangle]
+pub extern "C" fn nvdla_interrupt() -> i32 {
+    // SAFETY: as above.
+    match unsafe { &mut *core::ptr::addr_of_mut!(ENGINE) } {
+        Some(e) => code(e.handle_interrupt(&mut PortHw)),
+        None => -1,
+    }
+}
+
+fn code(r: Result<Progress, nvdla_firmware::Error>) -> i32 {
+    match r {
+        Ok(Progress::Running) => 0,
+        Ok(Progress::Done) => 1,
+        Err(_) => -1,
+    }
+}
+
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo) -> ! {
+    loop {}
+}
