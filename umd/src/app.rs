@@ -195,6 +195,38 @@ fn infer_loaded(
     })
 }
 
+/// Longest output vector printed as class scores.
+const MAX_PRINTED_CLASSES: u32 = 1000;
+
+/// For an output that is a vector of class scores (1×1×C, as a classifier's softmax gives),
+/// the lines `class scores: s0 s1 ...` and `top-1: class k (score)`; `None` for any other
+/// output shape.
+pub fn class_scores(image: &DlaImage) -> Option<String> {
+    let h = image.header();
+    if h.width != 1 || h.height != 1 || h.channel == 0 || h.channel > MAX_PRINTED_CLASSES {
+        return None;
+    }
+    let scores: Vec<f64> = (0..h.channel)
+        .map(|c| image.value(0, 0, c))
+        .collect::<Option<_>>()?;
+    let (best, top) =
+        scores
+            .iter()
+            .enumerate()
+            .fold((0, f64::NEG_INFINITY), |(bi, bv), (i, &v)| {
+                if v > bv {
+                    (i, v)
+                } else {
+                    (bi, bv)
+                }
+            });
+    let list: Vec<String> = scores.iter().map(|v| format!("{v:.6}")).collect();
+    Some(format!(
+        "class scores: {}\ntop-1: class {best} ({top:.6})",
+        list.join(" ")
+    ))
+}
+
 /// The bytes written for an output image: the `.dimg`, or the raw text dump.
 pub fn output_bytes(image: &DlaImage, rawdump: bool) -> Vec<u8> {
     if rawdump {
@@ -293,6 +325,9 @@ fn run_args(
     )
     .map_err(|e| AppError(format!("{}: {e}", loadable_path.display())))?;
     let _ = writeln!(out, "execution time = {:.6} s", outcome.seconds);
+    if let Some(scores) = class_scores(&outcome.outputs[0]) {
+        let _ = writeln!(out, "{scores}");
+    }
     let data = output_bytes(&outcome.outputs[0], args.rawdump);
     std::fs::write(&args.output, data)
         .map_err(|e| AppError(format!("cannot write {}: {e}", args.output.display())))?;

@@ -642,6 +642,24 @@ impl DlaImage {
         self.surface.get(off..off + self.bpe())
     }
 
+    /// The value of element (x, y, c) as a number (integers as they are, fp16/fp32
+    /// converted); `None` outside the image or for an element size without a numeric
+    /// reading.
+    pub fn value(&self, x: u32, y: u32, c: u32) -> Option<f64> {
+        let e = self.element(x, y, c)?;
+        Some(match (self.header.format.kind(), e.len()) {
+            (ElementKind::Float, 2) => {
+                f64::from(crate::fp16::f16_to_f32(u16::from_le_bytes([e[0], e[1]])))
+            }
+            (ElementKind::Float, 4) => f64::from(f32::from_le_bytes([e[0], e[1], e[2], e[3]])),
+            (ElementKind::Int, 1) => f64::from(e[0] as i8),
+            (ElementKind::Int, 2) => f64::from(i16::from_le_bytes([e[0], e[1]])),
+            (ElementKind::Uint, 1) => f64::from(e[0]),
+            (ElementKind::Uint, 2) => f64::from(u16::from_le_bytes([e[0], e[1]])),
+            _ => return None,
+        })
+    }
+
     /// Mutable bytes of element (x, y, c); `None` outside the image.
     pub fn element_mut(&mut self, x: u32, y: u32, c: u32) -> Option<&mut [u8]> {
         let h = &self.header;
