@@ -8,7 +8,7 @@
 
 use crate::config::HwConfig;
 use crate::engines::bdma::{Bdma, BdmaOp};
-use crate::engines::{cdp, pdp, rubik, sdp, EngineError};
+use crate::engines::{cdp, conv, pdp, rubik, sdp, EngineError};
 use crate::glb::{Glb, IntrSource};
 use crate::mem::Memory;
 use crate::regs::{blocks, Block, BlockDef, RegDef, RegFile, BLOCK_WINDOW};
@@ -57,6 +57,9 @@ pub struct Vp {
     fault: Option<Fault>,
     log_regs: bool,
     pending: bool,
+    cbuf: conv::Cbuf,
+    /// Done interrupts raised but not yet visible in GLB (see [`Vp::raise`]).
+    deferred: std::collections::VecDeque<(IntrSource, usize)>,
 }
 
 /// A resolved CSB address.
@@ -140,6 +143,8 @@ impl Vp {
             fault: None,
             log_regs: false,
             pending: false,
+            cbuf: conv::Cbuf::default(),
+            deferred: Default::default(),
         }
     }
 
@@ -162,6 +167,7 @@ impl Vp {
     /// completes first.
     pub fn irq_pending(&mut self) -> bool {
         self.run_pending();
+        self.deliver();
         self.glb.irq_pending()
     }
 
@@ -365,9 +371,26 @@ impl Vp {
         }
     }
 
+    /// Records a done interrupt. One layer can finish several units in one model step
+    /// (CDMA data, CDMA weights, CACC, SDP), but on silicon their interrupts arrive one
+    /// after the other, and software that clears the whole status word after each
+    /// interrupt must still see every one. So a done bit reaches GLB only while the
+    /// interrupt line is low, and arrives when software waits for the line
+    /// ([`Vp::irq_pending`]) after clearing the unmasked bits before it. A status read
+    /// right after enabling a layer sees nothing yet (v1 googlenet_conv2_3x3_int16);
+    /// masked bits pass straight through.
     fn raise(&mut self, src: IntrSource, group: usize) {
-        self.glb.raise(src, group);
         self.events.push((src, group));
+        self.deferred.push_back((src, group));
+    }
+
+    fn deliver(&mut self) {
+        while !self.glb.irq_pending() {
+            let Some((src, group)) = self.deferred.pop_front() else {
+                break;
+            };
+            self.glb.raise(src, group);
+        }
     }
 
     fn bdma_launch(&mut self, group: usize) {
@@ -403,6 +426,9 @@ impl Vp {
                 progressed = true;
             }
             if self.enabled(Block::Rubik) && self.try_rubik() {
+                progressed = true;
+            }
+            if self.enabled(Block::Cacc) && self.try_conv() {
                 progressed = true;
             }
             if !progressed || self.fault.is_some() {
@@ -522,6 +548,66 @@ impl Vp {
         }
     }
 
+    /// Runs a convolution layer when CDMA, CSC, CMAC_A/B and CACC all have their
+    /// consumer group enabled and SDP is ready to take the accumulator output.
+    fn try_conv(&mut self) -> bool {
+        let conv_blocks = [
+            Block::Cdma,
+            Block::Csc,
+            Block::CmacA,
+            Block::CmacB,
+            Block::Cacc,
+        ];
+        if !conv_blocks.iter().all(|&b| self.enabled(b)) || !self.enabled(Block::Sdp) {
+            return false;
+        }
+        let plan = sdp::plan(&self.files[&Block::Sdp], &self.files[&Block::SdpRdma]);
+        if !plan.from_cacc {
+            return false; // SDP reads memory; the layer waits for a flying SDP group
+        }
+        if (plan.needs_rdma && !self.enabled(Block::SdpRdma))
+            || (plan.to_pdp && !self.enabled(Block::Pdp))
+        {
+            return false;
+        }
+        let f = &self.files;
+        let layer = conv::Layer::decode(
+            &self.cfg,
+            &f[&Block::Cdma],
+            &f[&Block::Csc],
+            [&f[&Block::CmacA], &f[&Block::CmacB]],
+            &f[&Block::Cacc],
+        );
+        let out = layer.and_then(|l| conv::run(&self.cfg, &l, &mut self.cbuf, &self.mem));
+        let out = match out {
+            Ok(o) => o,
+            Err(e) => {
+                let block = match &e {
+                    EngineError::Config { block, .. } | EngineError::Unsupported { block, .. } => {
+                        Block::from_name(block).unwrap_or(Block::Cdma)
+                    }
+                    EngineError::Mem(_) => Block::Cdma,
+                };
+                self.set_fault(block, e);
+                return false;
+            }
+        };
+        let g = self.complete(Block::Cdma);
+        self.raise(IntrSource::CdmaDat, g);
+        self.raise(IntrSource::CdmaWt, g);
+        for b in [Block::Csc, Block::CmacA, Block::CmacB] {
+            self.complete(b);
+        }
+        if let Some(f) = self.files.get_mut(&Block::Cacc) {
+            let cg = f.consumer;
+            f.set_group(cg, "D_OUT_SATURATION", out.saturated);
+        }
+        let g = self.complete(Block::Cacc);
+        self.raise(IntrSource::Cacc, g);
+        self.run_sdp(Some(&out.cube));
+        true
+    }
+
     fn try_rubik(&mut self) -> bool {
         match rubik::run(&self.cfg, &self.files[&Block::Rubik], &mut self.mem) {
             Ok(()) => {
@@ -584,8 +670,8 @@ mod tests {
         w(&mut vp, "CFG_CMD", 3);
         w(&mut vp, "CFG_OP", 1);
         w(&mut vp, "CFG_LAUNCH1", 1);
-        assert_eq!(vp.glb().status(), 1 << 7);
         assert!(vp.irq_pending());
+        assert_eq!(vp.glb().status(), 1 << 7);
         assert_eq!(
             vp.mem
                 .read_vec(crate::mem::RamType::Dram, 0x8100_0000, 64)

@@ -9,6 +9,7 @@
 
 pub mod bdma;
 pub mod cdp;
+pub mod conv;
 pub mod pdp;
 pub mod rubik;
 pub mod sdp;

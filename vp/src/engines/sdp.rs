@@ -75,9 +75,22 @@ pub struct Plan {
 pub fn plan(sdp: &RegFile, rdma: &RegFile) -> Plan {
     let fm = sdp.cur_as::<SDP_FEATURE_MODE::Register>("D_FEATURE_MODE_CFG");
     let flying = fm.matches_all(SDP_FEATURE_MODE::FLYING_MODE::On);
-    let operand_dma = ["D_BRDMA_CFG", "D_NRDMA_CFG", "D_ERDMA_CFG"]
-        .iter()
-        .any(|r| rdma.get(rdma.consumer, r) & 1 == 0);
+    // Operands come through SDP_RDMA only when an active unit takes one from memory;
+    // a DMA channel left enabled (the reset value) while every unit reads its operand
+    // from a register does not hold the layer (v1 googlenet_conv2_3x3_int16 never
+    // programs SDP_RDMA). An enabled SDP_RDMA group with a channel on still belongs to
+    // this layer and completes with it.
+    let rdma_on = rdma.consumer_enabled()
+        && ["D_BRDMA_CFG", "D_NRDMA_CFG", "D_ERDMA_CFG"]
+            .iter()
+            .any(|r| rdma.get(rdma.consumer, r) & 1 == 0);
+    let x_mem = |u: XCfg| {
+        !u.bypass && ((!u.alu_bypass && u.alu_src_mem) || (!u.mul_bypass && u.mul_src_mem))
+    };
+    let y = YCfg::decode(sdp);
+    let y_mem = !y.bypass && ((!y.alu_bypass && y.alu_src_mem) || (!y.mul_bypass && y.mul_src_mem));
+    let operand_dma =
+        rdma_on || x_mem(XCfg::decode(sdp, "BS")) || x_mem(XCfg::decode(sdp, "BN")) || y_mem;
     Plan {
         needs_rdma: !flying || operand_dma,
         from_cacc: flying,
@@ -1303,7 +1316,12 @@ mod tests {
             prog(&mut vp, "PDP", r, v);
         }
         assert!(vp.irq_pending(), "{:?}", vp.fault());
-        assert_eq!(vp.glb().status(), 0b01_0001); // SDP and PDP group 0 done
+        // SDP group 0 done first; PDP's interrupt arrives once SDP's is handled.
+        assert_eq!(vp.glb().status(), 0b00_0001);
+        let st = vp.lookup("GLB", "S_INTR_STATUS").unwrap();
+        vp.csb_write(st, 1);
+        assert!(vp.irq_pending());
+        assert_eq!(vp.glb().status(), 0b01_0000);
         let out = vp.mem.read_vec(RamType::Dram, 0x3000, 32).unwrap();
         for k in 0..16 {
             let want = vals[k].max(vals[16 + k]);

@@ -1,0 +1,595 @@
+//! CDMA: feature and image data fetch (with the input converter) and weight fetch
+//! (uncompressed and sparse-compressed), producing the cubes CSC reads from CBUF.
+//!
+//! Feature data arrive in the feature-cube layout ([`CubeLayout`]); every element goes
+//! through the optional converter `sat((x - offset) * scale >> truncate)`
+//! (`NV_NVDLA_CDMA_CVT_cell`, `nvdlav1:cmod/hls/cdma_libs/cdma_cvt.cpp`; fp16 input passes
+//! through) and, for fp16, NaNs are optionally flushed to zero.
+//!
+//! Image (pixel) data are read line by line from a pitch-linear surface; each pixel is
+//! split into its components in R, G, B, A order (Y, U, V, A for YUV), converted with a
+//! per-component mean when `MEAN_FORMAT` is enabled, and the line is framed by
+//! `PAD_LEFT`/`PAD_RIGHT` pixels of `PAD_VALUE` (`ImageConvDataResponseSequencerCommon`).
+
+use super::Layer;
+use crate::engines::{check_cube, CubeLayout, EngineError, Precision};
+use crate::fp::int_to_f16;
+use crate::mem::{Memory, RamType};
+
+const BLOCK: &str = "CDMA";
+
+fn cfg_err(msg: String) -> EngineError {
+    EngineError::Config { block: BLOCK, msg }
+}
+
+/// An input cube after CDMA: `[batch][c][y][x]`, elements as signed integers (fp16 as
+/// raw bits).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputCube {
+    /// Width.
+    pub w: usize,
+    /// Height.
+    pub h: usize,
+    /// Channels.
+    pub c: usize,
+    /// Batches.
+    pub batches: usize,
+    /// Elements.
+    pub data: Vec<i32>,
+}
+
+/// Weights after CDMA: `[k][c][r][s]` (fp16 as raw bits).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Weights {
+    /// Kernels.
+    pub k: usize,
+    /// Channels.
+    pub c: usize,
+    /// Kernel height.
+    pub r: usize,
+    /// Kernel width.
+    pub s: usize,
+    /// Elements.
+    pub data: Vec<i32>,
+}
+
+/// The input converter of CDMA.
+#[derive(Debug, Clone, Copy)]
+pub struct Converter {
+    /// `CVT_EN`.
+    pub enabled: bool,
+    /// `CVT_OFFSET` (signed 16-bit).
+    pub offset: i64,
+    /// `CVT_SCALE` (signed 16-bit).
+    pub scale: i64,
+    /// `CVT_TRUNCATE` (6 bits).
+    pub truncate: u32,
+}
+
+impl Converter {
+    /// Converts an integer input (already sign- or zero-extended) to `out` precision,
+    /// subtracting `mean` instead of the offset. Result as the element bit pattern
+    /// sign-extended (int) or raw fp16 bits.
+    #[inline]
+    pub fn convert(&self, x: i64, mean: i64, out: Precision) -> i32 {
+        let v = (x - mean) * self.scale;
+        let v = crate::arith::shr_round_sat(v, self.truncate, 17);
+        match out {
+            Precision::Int8 => v.clamp(-128, 127) as i32,
+            Precision::Int16 => v.clamp(-32768, 32767) as i32,
+            Precision::Fp16 => i32::from(int_to_f16(v)),
+        }
+    }
+}
+
+/// Truncates a value to the element width of `p` (int: sign-extended, fp16: raw bits).
+#[inline]
+fn to_width(v: i64, p: Precision) -> i32 {
+    match p {
+        Precision::Int8 => i32::from(v as i8),
+        Precision::Int16 => i32::from(v as i16),
+        Precision::Fp16 => i32::from(v as u16),
+    }
+}
+
+/// Reads the feature cube of every batch.
+pub fn fetch_feature(l: &Layer, mem: &Memory) -> Result<InputCube, EngineError> {
+    let (w, h, c) = (l.cdma_w, l.cdma_h, l.cdma_c);
+    let batches = l.batches;
+    check_cube(BLOCK, w, h, c.saturating_mul(batches))?;
+    let prec = l.prec;
+    let atom = u64::from(l.atom);
+    let one_by_one = l.line_packed && l.surf_packed && w == 1 && h == 1;
+    let mut data = Vec::with_capacity(w * h * c * batches);
+    for b in 0..batches {
+        let layout = CubeLayout {
+            ram: l.dain_ram,
+            base: l
+                .dain_addr
+                .wrapping_add((b as u64).wrapping_mul(l.batch_stride)),
+            line_stride: l.line_stride,
+            // A packed 1x1 cube is fetched as consecutive atoms.
+            surf_stride: if one_by_one { atom } else { l.surf_stride },
+            w,
+            h,
+            c,
+            prec,
+            atom: l.atom,
+        };
+        let mut raw = layout.read(mem)?;
+        if prec == Precision::Fp16 {
+            if l.nan_to_zero {
+                for v in &mut raw {
+                    if crate::engines::conv::arith::f16_is_nan(*v as u16) {
+                        *v = 0;
+                    }
+                }
+            }
+        } else if l.cvt.enabled {
+            for v in &mut raw {
+                *v = l.cvt.convert(i64::from(*v), l.cvt.offset, prec);
+            }
+        }
+        data.extend_from_slice(&raw);
+    }
+    Ok(InputCube {
+        w,
+        h,
+        c,
+        batches,
+        data,
+    })
+}
+
+/// How a pixel format stores its components.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Comp {
+    /// 8-bit components.
+    U8,
+    /// 16-bit unsigned components.
+    U16,
+    /// 16-bit signed components.
+    I16,
+    /// fp16 components.
+    F16,
+    /// 10-bit components packed in 32 bits (2-bit alpha), scaled to 16 bits.
+    Packed10,
+}
+
+/// Pixel format description: planes, bytes per pixel, components and the memory order
+/// of the R/G/B/A (or Y/U/V/A) components.
+#[derive(Debug, Clone, Copy)]
+struct PixelFormat {
+    comp: Comp,
+    /// Bytes per pixel in plane 0 (the only plane of packed formats).
+    bpp0: u64,
+    /// Bytes per pixel in plane 1 (semi-planar chroma), 0 for single-plane formats.
+    bpp1: u64,
+    /// Components per pixel after the split.
+    elements: usize,
+    /// For each output component, its index in memory order (element units), or the
+    /// bit position of a 10-bit packed field.
+    order: [u8; 4],
+    /// Input precision the format implies.
+    in_prec: Precision,
+}
+
+fn pixel_format(code: u32) -> Option<PixelFormat> {
+    use Comp::*;
+    let f = |comp, bpp0, bpp1, elements, order, in_prec| PixelFormat {
+        comp,
+        bpp0,
+        bpp1,
+        elements,
+        order,
+        in_prec,
+    };
+    let (i8p, i16p, f16p) = (Precision::Int8, Precision::Int16, Precision::Fp16);
+    Some(match code {
+        0 => f(U8, 1, 0, 1, [0, 0, 0, 0], i8p),                 // R8
+        1..=3 => f(U16, 2, 0, 1, [0, 0, 0, 0], i16p),           // R10, R12, R16
+        4 => f(I16, 2, 0, 1, [0, 0, 0, 0], i16p),               // R16_I
+        5 => f(F16, 2, 0, 1, [0, 0, 0, 0], f16p),               // R16_F
+        6 | 7 => f(U16, 8, 0, 4, [0, 1, 2, 3], i16p),           // A16B16G16R16, X16B16G16R16
+        8 => f(F16, 8, 0, 4, [0, 1, 2, 3], f16p),               // A16B16G16R16_F
+        9 => f(I16, 8, 0, 4, [2, 1, 0, 3], i16p),               // A16Y16U16V16
+        10 => f(U16, 8, 0, 4, [1, 2, 3, 0], i16p),              // V16U16Y16A16
+        11 => f(F16, 8, 0, 4, [2, 1, 0, 3], f16p),              // A16Y16U16V16_F
+        12 | 16 => f(U8, 4, 0, 4, [0, 1, 2, 3], i8p),           // A8B8G8R8, X8B8G8R8
+        13 | 17 | 26 => f(U8, 4, 0, 4, [2, 1, 0, 3], i8p),      // A8R8G8B8, X8R8G8B8, A8Y8U8V8
+        14 | 18 | 27 => f(U8, 4, 0, 4, [1, 2, 3, 0], i8p),      // B8G8R8A8, B8G8R8X8, V8U8Y8A8
+        15 | 19 => f(U8, 4, 0, 4, [3, 2, 1, 0], i8p),           // R8G8B8A8, R8G8B8X8
+        20 => f(Packed10, 4, 0, 4, [0, 10, 20, 30], i16p),      // A2B10G10R10
+        21 | 24 => f(Packed10, 4, 0, 4, [20, 10, 0, 30], i16p), // A2R10G10B10, A2Y10U10V10
+        22 | 25 => f(Packed10, 4, 0, 4, [2, 12, 22, 0], i16p),  // B10G10R10A2, V10U10Y10A2
+        23 => f(Packed10, 4, 0, 4, [22, 12, 2, 0], i16p),       // R10G10B10A2
+        28 => f(U8, 1, 2, 3, [0, 2, 1, 0], i8p),                // Y8___U8V8_N444
+        29 => f(U8, 1, 2, 3, [0, 1, 2, 0], i8p),                // Y8___V8U8_N444
+        30 | 32 | 34 => f(U16, 2, 4, 3, [0, 2, 1, 0], i16p),    // Y1x___U1xV1x_N444
+        31 | 33 | 35 => f(U16, 2, 4, 3, [0, 1, 2, 0], i16p),    // Y1x___V1xU1x_N444
+        _ => return None,
+    })
+}
+
+/// Image data after CDMA: per line `pad_left + width + pad_right` pixels of
+/// `elements` components, in processing precision.
+#[derive(Debug, Clone)]
+pub struct ImageLines {
+    /// Lines.
+    pub h: usize,
+    /// Elements per line.
+    pub line_len: usize,
+    /// `h * line_len` elements.
+    pub data: Vec<i32>,
+}
+
+/// Reads and converts a pitch-linear image.
+pub fn fetch_image(l: &Layer, mem: &Memory) -> Result<ImageLines, EngineError> {
+    let pf = pixel_format(l.pixel_format)
+        .ok_or_else(|| cfg_err(format!("reserved pixel format {}", l.pixel_format)))?;
+    if !l.pitch_linear {
+        return Err(EngineError::Unsupported {
+            block: BLOCK,
+            msg: "block-linear pixel mapping".into(),
+        });
+    }
+    if pf.in_prec != l.in_prec {
+        return Err(cfg_err(format!(
+            "pixel format {} needs input precision {:?}, IN_PRECISION is {:?}",
+            l.pixel_format, pf.in_prec, l.in_prec
+        )));
+    }
+    if pf.in_prec == Precision::Fp16 && l.prec != Precision::Fp16 {
+        return Err(cfg_err("fp16 pixels convert to fp16 only".into()));
+    }
+    if !l.cvt.enabled && pf.in_prec.bytes() != l.prec.bytes() {
+        return Err(cfg_err(format!(
+            "{:?} pixels need the converter to reach {:?}",
+            pf.in_prec, l.prec
+        )));
+    }
+    let (w, h) = (l.cdma_w, l.cdma_h);
+    let e = pf.elements;
+    let pixels = l.pad_left + w + l.pad_right;
+    check_cube(BLOCK, pixels, h, e)?;
+    let line_len = pixels * e;
+    let x0 = l.pixel_x_offset as u64;
+    let fetch0 = (x0 + w as u64) * pf.bpp0;
+    if fetch0 > l.line_stride && h > 1 {
+        return Err(cfg_err(format!(
+            "line stride {:#x} shorter than a line ({fetch0:#x} bytes)",
+            l.line_stride
+        )));
+    }
+    let pad = to_width(i64::from(l.cdma_pad_value), l.prec);
+    let means = [l.mean[0], l.mean[1], l.mean[2], l.mean[3]];
+    let mut data = vec![pad; h * line_len];
+    let mut p0 = vec![0u8; fetch0 as usize];
+    let mut p1 = vec![0u8; ((x0 + w as u64) * pf.bpp1) as usize];
+    for y in 0..h {
+        let a0 = l
+            .dain_addr
+            .wrapping_add((y as u64).wrapping_mul(l.line_stride));
+        mem.read(l.dain_ram, a0, &mut p0)?;
+        if pf.bpp1 != 0 {
+            let a1 = l
+                .dain_addr1
+                .wrapping_add((y as u64).wrapping_mul(l.uv_line_stride));
+            mem.read(l.dain_ram, a1, &mut p1)?;
+        }
+        let line = &mut data[y * line_len..(y + 1) * line_len];
+        for x in 0..w {
+            let px = (x0 as usize) + x;
+            for (i, slot) in line[(l.pad_left + x) * e..(l.pad_left + x + 1) * e]
+                .iter_mut()
+                .enumerate()
+            {
+                let (raw, signed) = component(&pf, &p0, &p1, px, i, l.sign_override);
+                let mean = if l.mean_enabled {
+                    means[i]
+                } else {
+                    l.cvt.offset
+                };
+                *slot = if pf.comp == Comp::F16 {
+                    // fp16 pixels pass the converter unchanged.
+                    let hbits = raw as u16;
+                    if l.nan_to_zero && crate::engines::conv::arith::f16_is_nan(hbits) {
+                        0
+                    } else {
+                        i32::from(hbits)
+                    }
+                } else if l.cvt.enabled {
+                    l.cvt.convert(signed, mean, l.prec)
+                } else {
+                    // Without the converter the pixel is stored as its signed value
+                    // truncated to the element width.
+                    to_width(raw as i64, l.prec)
+                };
+            }
+        }
+    }
+    Ok(ImageLines { h, line_len, data })
+}
+
+/// Component `i` (output order) of pixel `px`: (raw bits, value as the converter sees it).
+fn component(
+    pf: &PixelFormat,
+    p0: &[u8],
+    p1: &[u8],
+    px: usize,
+    i: usize,
+    sign_override: bool,
+) -> (i32, i64) {
+    let o = pf.order[i] as usize;
+    let rd8 = |b: &[u8], at: usize| b.get(at).copied().unwrap_or(0);
+    let rd16 = |b: &[u8], at: usize| u16::from_le_bytes([rd8(b, at), rd8(b, at + 1)]);
+    let u8v = |v: u8| -> (i32, i64) {
+        let raw = i32::from(v as i8);
+        let val = if sign_override {
+            i64::from(v as i8)
+        } else {
+            i64::from(v)
+        };
+        (raw, val)
+    };
+    // Signedness of 16-bit components follows PIXEL_SIGN_OVERRIDE only
+    // (`process_one_element_16`), whatever the format name says.
+    let u16v = |v: u16, _signed: bool| -> (i32, i64) {
+        let raw = i32::from(v as i16);
+        let val = if sign_override {
+            i64::from(v as i16)
+        } else {
+            i64::from(v)
+        };
+        (raw, val)
+    };
+    match (pf.comp, pf.bpp1 != 0) {
+        (Comp::U8, false) => u8v(rd8(p0, px * pf.elements + o)),
+        (Comp::U8, true) => {
+            if i == 0 {
+                u8v(rd8(p0, px))
+            } else {
+                u8v(rd8(p1, px * 2 + (o - 1)))
+            }
+        }
+        (Comp::U16 | Comp::I16, true) => {
+            if i == 0 {
+                u16v(rd16(p0, px * 2), false)
+            } else {
+                u16v(rd16(p1, px * 4 + (o - 1) * 2), false)
+            }
+        }
+        (Comp::U16, false) => u16v(rd16(p0, (px * pf.elements + o) * 2), false),
+        (Comp::I16, false) => u16v(rd16(p0, (px * pf.elements + o) * 2), true),
+        (Comp::F16, _) => {
+            let v = rd16(p0, (px * pf.elements + o) * 2);
+            (i32::from(v), 0)
+        }
+        (Comp::Packed10, _) => {
+            let word = u32::from_le_bytes([
+                rd8(p0, px * 4),
+                rd8(p0, px * 4 + 1),
+                rd8(p0, px * 4 + 2),
+                rd8(p0, px * 4 + 3),
+            ]);
+            let v = if i == 3 {
+                // 2-bit alpha moved to the top of 16 bits.
+                ((word >> o) & 3) << 14
+            } else {
+                ((word >> o) & 0x3ff) << 6
+            };
+            u16v(v as u16, false)
+        }
+    }
+}
+
+/// Builds the direct-convolution equivalent of image input as CSC reads it: channel
+/// `e` of position `(x, y)` is element `x * stride_x * channels + e` of line `y`
+/// (CSC "pre-extension": a kernel row of `S` pixels is one `S*C`-channel vector).
+pub fn image_as_cube(
+    lines: &ImageLines,
+    out_w: usize,
+    stride_x: usize,
+    in_c: usize,
+    kc: usize,
+) -> Result<InputCube, EngineError> {
+    check_cube(BLOCK, out_w, lines.h, kc)?;
+    let mut data = vec![0i32; kc * lines.h * out_w];
+    for e in 0..kc {
+        for y in 0..lines.h {
+            let line = &lines.data[y * lines.line_len..(y + 1) * lines.line_len];
+            let row = &mut data[(e * lines.h + y) * out_w..(e * lines.h + y + 1) * out_w];
+            for (x, v) in row.iter_mut().enumerate() {
+                // Elements past the line are the zero fill of its last CBUF entry.
+                *v = line.get(x * stride_x * in_c + e).copied().unwrap_or(0);
+            }
+        }
+    }
+    Ok(InputCube {
+        w: out_w,
+        h: lines.h,
+        c: kc,
+        batches: 1,
+        data,
+    })
+}
+
+/// Reads `len` bytes of a weight surface.
+fn read_bytes(mem: &Memory, ram: RamType, addr: u64, len: u64) -> Result<Vec<u8>, EngineError> {
+    if len > (1 << 30) {
+        return Err(EngineError::Unsupported {
+            block: BLOCK,
+            msg: format!("weight surface of {len} bytes exceeds the model's 1 GiB limit"),
+        });
+    }
+    Ok(mem.read_vec(ram, addr, len as usize)?)
+}
+
+/// Weight geometry as CSC walks it: kernel groups, channel blocks, kernel positions.
+#[derive(Debug, Clone, Copy)]
+pub struct WeightGeom {
+    /// Kernels.
+    pub k: usize,
+    /// Channels per kernel (after image pre-extension).
+    pub c: usize,
+    /// Kernel height.
+    pub r: usize,
+    /// Kernel width.
+    pub s: usize,
+    /// Kernels per group.
+    pub group: usize,
+    /// Channels per block (atomic C).
+    pub block: usize,
+    /// Bytes per element.
+    pub bpe: usize,
+    /// Post-extension rows per MAC operation (image mode, 1 otherwise).
+    pub y_ext: usize,
+}
+
+impl WeightGeom {
+    /// Bytes per kernel.
+    pub fn bytes_per_kernel(&self) -> usize {
+        self.r * self.s * self.c * self.bpe
+    }
+
+    /// Byte offset of element (k, c, r, s) in the uncompressed weight surface
+    /// (hwarch "Weight Format": groups of kernels; inside a group channel blocks, then
+    /// kernel positions, then kernels, then the channels of the block).
+    pub fn offset(&self, k: usize, c: usize, r: usize, s: usize) -> usize {
+        let g = k / self.group;
+        let kpg = self.group.min(self.k - g * self.group);
+        let kk = k - g * self.group;
+        let base = g * self.group * self.bytes_per_kernel();
+        if self.y_ext > 1 {
+            // One block; each MAC operation covers `y_ext` rows of `c` elements.
+            let op = r / self.y_ext;
+            let rows_full = self.y_ext;
+            let op_rows = rows_full.min(self.r - op * self.y_ext);
+            let op_start = op * rows_full * self.c * self.bpe * kpg;
+            return base
+                + op_start
+                + kk * op_rows * self.c * self.bpe
+                + ((r % self.y_ext) * self.c + c) * self.bpe;
+        }
+        let cb = c / self.block;
+        let blk = self.block.min(self.c - cb * self.block);
+        let block_stride = self.block * self.bpe * self.r * self.s * kpg;
+        base + cb * block_stride
+            + (r * self.s + s) * blk * self.bpe * kpg
+            + kk * blk * self.bpe
+            + (c - cb * self.block) * self.bpe
+    }
+}
+
+/// Fetches and decodes the weights (`[k][c][r][s]`).
+pub fn fetch_weights(l: &Layer, g: &WeightGeom, mem: &Memory) -> Result<Weights, EngineError> {
+    let bpk = g.bytes_per_kernel();
+    let total =
+        g.k.checked_mul(bpk)
+            .filter(|&t| t <= 1 << 30)
+            .ok_or_else(|| EngineError::Unsupported {
+                block: BLOCK,
+                msg: "weights exceed the model's 1 GiB limit".into(),
+            })?;
+    let raw = if l.compressed {
+        decompress(l, g, total, mem)?
+    } else {
+        if (l.weight_bytes as usize) < total {
+            return Err(cfg_err(format!(
+                "WEIGHT_BYTES {:#x} smaller than {} kernels of {bpk} bytes",
+                l.weight_bytes, g.k
+            )));
+        }
+        read_bytes(mem, l.weight_ram, l.weight_addr, total as u64)?
+    };
+    let mut data = vec![0i32; g.k * g.c * g.r * g.s];
+    let mut i = 0;
+    for k in 0..g.k {
+        for c in 0..g.c {
+            for r in 0..g.r {
+                for s in 0..g.s {
+                    let o = g.offset(k, c, r, s);
+                    data[i] = match g.bpe {
+                        1 => i32::from(raw[o] as i8),
+                        _ => {
+                            let v = u16::from_le_bytes([raw[o], raw[o + 1]]);
+                            if l.prec == Precision::Fp16 {
+                                i32::from(v)
+                            } else {
+                                i32::from(v as i16)
+                            }
+                        }
+                    };
+                    i += 1;
+                }
+            }
+        }
+    }
+    Ok(Weights {
+        k: g.k,
+        c: g.c,
+        r: g.r,
+        s: g.s,
+        data,
+    })
+}
+
+/// Expands sparse-compressed weights: per kernel group, a weight mask bit group (WMB,
+/// one bit per element, little-endian) marks the non-zero elements, whose bytes follow
+/// each other in the weight surface; the group sizes (WGS, 32-bit each) give where each
+/// group's bytes start (hwarch "Sparse Compression option").
+fn decompress(
+    l: &Layer,
+    g: &WeightGeom,
+    total: usize,
+    mem: &Memory,
+) -> Result<Vec<u8>, EngineError> {
+    let groups = g.k.div_ceil(g.group);
+    let wgs = read_bytes(mem, l.weight_ram, l.wgs_addr, groups as u64 * 4)?;
+    let wmb_need = (total / g.bpe).div_ceil(8) as u64;
+    if l.wmb_bytes < wmb_need {
+        return Err(cfg_err(format!(
+            "WMB_BYTES {:#x} smaller than the {wmb_need:#x} mask bytes of the kernels",
+            l.wmb_bytes
+        )));
+    }
+    let wmb = read_bytes(mem, l.weight_ram, l.wmb_addr, wmb_need)?;
+    let packed = read_bytes(mem, l.weight_ram, l.weight_addr, l.weight_bytes)?;
+    let mut out = vec![0u8; total];
+    let bpk = g.bytes_per_kernel();
+    let mut elem = 0usize;
+    let mut group_start = 0usize;
+    for gi in 0..groups {
+        let size = u32::from_le_bytes([
+            wgs[4 * gi],
+            wgs[4 * gi + 1],
+            wgs[4 * gi + 2],
+            wgs[4 * gi + 3],
+        ]) as usize;
+        let kpg = g.group.min(g.k - gi * g.group);
+        let start_byte = gi * g.group * bpk;
+        let mut src = group_start;
+        for e in 0..kpg * bpk / g.bpe {
+            let bit = (wmb[elem / 8] >> (elem % 8)) & 1;
+            elem += 1;
+            if bit == 1 {
+                let dst = start_byte + e * g.bpe;
+                let bytes = packed.get(src..src + g.bpe).ok_or_else(|| {
+                    cfg_err(format!(
+                        "compressed weights run past WEIGHT_BYTES in group {gi}"
+                    ))
+                })?;
+                out[dst..dst + g.bpe].copy_from_slice(bytes);
+                src += g.bpe;
+            }
+        }
+        if src - group_start > size {
+            return Err(cfg_err(format!(
+                "kernel group {gi}: WMB marks {} bytes, WGS says {size}",
+                src - group_start
+            )));
+        }
+        group_start += size;
+    }
+    Ok(out)
+}

@@ -1,0 +1,539 @@
+//! CSC + CMAC + CACC: the convolution itself, on the cubes CDMA produced.
+//!
+//! CSC walks, for every output position and kernel, a sequence of MAC operations: for
+//! each block of atomic-C channels, for each kernel position (row-major), one block of
+//! data against one block of weights (image input with post-extension packs several
+//! kernel rows into one operation). CACC adds the operation results in that order.
+//!
+//! Integer results do not depend on the order (products and block sums are exact, and
+//! the 48-bit accumulator cannot saturate unless the worst case exceeds 2^47, which
+//! [`conv`] checks before taking a fast path). The fast path lays the input out as
+//! padded per-channel planes and accumulates whole output rows with a scalar weight, so
+//! the inner loop is a contiguous multiply-add that LLVM vectorises. fp16 follows the
+//! operation order exactly through [`super::arith`].
+
+use super::arith::{acc48_add, block_nan, cacc_int_out, mac_f16_block, F16Lane, Fp48, MacF16};
+use super::cdma::{InputCube, Weights};
+use crate::engines::{check_cube, EngineError, Precision};
+
+/// Convolution geometry as CSC sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Geom {
+    /// Input width.
+    pub in_w: usize,
+    /// Input height.
+    pub in_h: usize,
+    /// Input channels (= kernel channels).
+    pub in_c: usize,
+    /// Output width.
+    pub out_w: usize,
+    /// Output height.
+    pub out_h: usize,
+    /// Kernels (= output channels).
+    pub k: usize,
+    /// Kernel height.
+    pub r: usize,
+    /// Kernel width.
+    pub s: usize,
+    /// Stride x.
+    pub sx: usize,
+    /// Stride y.
+    pub sy: usize,
+    /// Dilation x.
+    pub dx: usize,
+    /// Dilation y.
+    pub dy: usize,
+    /// Left padding.
+    pub pl: usize,
+    /// Top padding.
+    pub pt: usize,
+    /// Padding element (signed value for integers, raw bits for fp16).
+    pub pad: i32,
+    /// Lanes of one MAC operation (atomic C).
+    pub lanes: usize,
+    /// Kernel rows per MAC operation (image post-extension; 1 otherwise).
+    pub y_ext: usize,
+}
+
+/// CACC output of all batches: `[batch][k][y][x]`, 32-bit values (int) or fp32 bits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccOut {
+    /// Elements.
+    pub data: Vec<i64>,
+    /// Results that saturated in the integer truncation.
+    pub saturated: u32,
+}
+
+/// One channel run of a MAC operation: kernel position and channels `c0..c0 + n`.
+#[derive(Debug, Clone, Copy)]
+struct Seg {
+    r: usize,
+    s: usize,
+    c0: usize,
+    n: usize,
+}
+
+/// The MAC operations of one output in CACC order; each is a list of segments whose
+/// lanes are taken in order.
+fn ops(g: &Geom) -> Vec<Vec<Seg>> {
+    let mut v = Vec::new();
+    if g.y_ext > 1 {
+        for op in 0..g.r.div_ceil(g.y_ext) {
+            let segs = (0..g.y_ext)
+                .map(|ii| op * g.y_ext + ii)
+                .filter(|&r| r < g.r)
+                .map(|r| Seg {
+                    r,
+                    s: 0,
+                    c0: 0,
+                    n: g.in_c,
+                })
+                .collect();
+            v.push(segs);
+        }
+        return v;
+    }
+    for cb in 0..g.in_c.div_ceil(g.lanes) {
+        let c0 = cb * g.lanes;
+        let n = g.lanes.min(g.in_c - c0);
+        for r in 0..g.r {
+            for s in 0..g.s {
+                v.push(vec![Seg { r, s, c0, n }]);
+            }
+        }
+    }
+    v
+}
+
+/// Runs the convolution of every batch.
+pub fn conv(
+    g: &Geom,
+    prec: Precision,
+    input: &InputCube,
+    w: &Weights,
+    truncate: u32,
+) -> Result<AccOut, EngineError> {
+    check_cube("CACC", g.out_w, g.out_h, g.k.saturating_mul(input.batches))?;
+    if prec == Precision::Fp16 {
+        return Ok(conv_fp16(g, input, w));
+    }
+    let max_d = input
+        .data
+        .iter()
+        .map(|v| v.unsigned_abs())
+        .max()
+        .unwrap_or(0)
+        .max(g.pad.unsigned_abs());
+    let max_w = w.data.iter().map(|v| v.unsigned_abs()).max().unwrap_or(0);
+    let terms = (g.in_c * g.r * g.s) as u128;
+    let bound = u128::from(max_d) * u128::from(max_w) * terms;
+    let acc = if bound < (1 << 31) {
+        conv_int_planes::<i32>(g, input, w)?
+    } else if bound < (1 << 47) {
+        conv_int_planes::<i64>(g, input, w)?
+    } else {
+        conv_int_ordered(g, input, w)
+    };
+    let mut saturated = 0;
+    let data = acc
+        .into_iter()
+        .map(|a| {
+            let (v, s) = cacc_int_out(a, truncate);
+            saturated += u32::from(s);
+            v
+        })
+        .collect();
+    Ok(AccOut { data, saturated })
+}
+
+/// Element type of the fast integer path.
+trait AccT:
+    Copy + Default + std::ops::AddAssign + std::ops::Mul<Output = Self> + From<i32> + Into<i64>
+{
+}
+impl AccT for i32 {}
+impl AccT for i64 {}
+
+/// Padded input planes: `[b][c][y][x]` of `hp x wp`, input at `(pt, pl)`.
+fn padded<T: AccT>(g: &Geom, input: &InputCube) -> Result<(Vec<T>, usize, usize), EngineError> {
+    let hp = (g.out_h - 1) * g.sy + (g.r - 1) * g.dy + 1;
+    let wp = (g.out_w - 1) * g.sx + (g.s - 1) * g.dx + 1;
+    check_cube("CSC", wp, hp, g.in_c.saturating_mul(input.batches))?;
+    let pad = T::from(g.pad);
+    let mut p = vec![pad; input.batches * g.in_c * hp * wp];
+    for b in 0..input.batches {
+        for c in 0..g.in_c {
+            let src = &input.data[((b * g.in_c + c) * g.in_h) * g.in_w..][..g.in_h * g.in_w];
+            let dst = &mut p[((b * g.in_c + c) * hp) * wp..][..hp * wp];
+            for y in 0..g.in_h.min(hp.saturating_sub(g.pt)) {
+                let row = &src[y * g.in_w..(y + 1) * g.in_w];
+                let n = g.in_w.min(wp.saturating_sub(g.pl));
+                let d = &mut dst[(y + g.pt) * wp + g.pl..][..n];
+                for (o, &v) in d.iter_mut().zip(&row[..n]) {
+                    *o = T::from(v);
+                }
+            }
+        }
+    }
+    Ok((p, hp, wp))
+}
+
+fn conv_int_planes<T: AccT>(
+    g: &Geom,
+    input: &InputCube,
+    w: &Weights,
+) -> Result<Vec<i64>, EngineError> {
+    let (planes, hp, wp) = padded::<T>(g, input)?;
+    let (ow, oh) = (g.out_w, g.out_h);
+    let mut out = vec![0i64; input.batches * g.k * oh * ow];
+    let mut acc = vec![T::default(); oh * ow];
+    for b in 0..input.batches {
+        for k in 0..g.k {
+            acc.fill(T::default());
+            for c in 0..g.in_c {
+                let plane = &planes[((b * g.in_c + c) * hp) * wp..][..hp * wp];
+                for r in 0..g.r {
+                    for s in 0..g.s {
+                        let wv = w.data[((k * g.in_c + c) * g.r + r) * g.s + s];
+                        if wv == 0 {
+                            continue;
+                        }
+                        let wv = T::from(wv);
+                        for oy in 0..oh {
+                            let start = (oy * g.sy + r * g.dy) * wp + s * g.dx;
+                            let dst = &mut acc[oy * ow..(oy + 1) * ow];
+                            if g.sx == 1 {
+                                let src = &plane[start..start + ow];
+                                for (a, &x) in dst.iter_mut().zip(src) {
+                                    *a += wv * x;
+                                }
+                            } else {
+                                let src = plane[start..].iter().step_by(g.sx);
+                                for (a, &x) in dst.iter_mut().zip(src) {
+                                    *a += wv * x;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            let o = &mut out[((b * g.k + k) * oh) * ow..][..oh * ow];
+            for (d, &a) in o.iter_mut().zip(&acc) {
+                *d = a.into();
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Data element at input `(x, y)` (signed coordinates), channel `c`, batch `b`.
+#[inline]
+fn data_at(g: &Geom, input: &InputCube, b: usize, c: usize, y: isize, x: isize) -> i32 {
+    if y < 0 || x < 0 || y >= g.in_h as isize || x >= g.in_w as isize {
+        return g.pad;
+    }
+    input.data[((b * g.in_c + c) * g.in_h + y as usize) * g.in_w + x as usize]
+}
+
+fn in_coord(g: &Geom, ox: usize, oy: usize, seg: &Seg) -> (isize, isize) {
+    let x = (ox * g.sx + seg.s * g.dx) as isize - g.pl as isize;
+    let y = (oy * g.sy + seg.r * g.dy) as isize - g.pt as isize;
+    (x, y)
+}
+
+/// Integer convolution in CACC order with the saturating 48-bit accumulator.
+fn conv_int_ordered(g: &Geom, input: &InputCube, w: &Weights) -> Vec<i64> {
+    let ops = ops(g);
+    let (ow, oh) = (g.out_w, g.out_h);
+    let mut out = vec![0i64; input.batches * g.k * oh * ow];
+    for b in 0..input.batches {
+        for k in 0..g.k {
+            for oy in 0..oh {
+                for ox in 0..ow {
+                    let mut acc = 0i64;
+                    for op in &ops {
+                        let mut sum = 0i64;
+                        for seg in op {
+                            let (x, y) = in_coord(g, ox, oy, seg);
+                            for c in seg.c0..seg.c0 + seg.n {
+                                let d = data_at(g, input, b, c, y, x);
+                                let wv = w.data[((k * g.in_c + c) * g.r + seg.r) * g.s + seg.s];
+                                sum += i64::from(d) * i64::from(wv);
+                            }
+                        }
+                        acc = acc48_add(acc, sum);
+                    }
+                    out[((b * g.k + k) * oh + oy) * ow + ox] = acc;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Decoded weight lanes of one MAC operation of one kernel.
+struct WOp {
+    lanes: Vec<F16Lane>,
+    nan: Option<MacF16>,
+}
+
+fn conv_fp16(g: &Geom, input: &InputCube, w: &Weights) -> AccOut {
+    let ops = ops(g);
+    let (ow, oh) = (g.out_w, g.out_h);
+    // Weight lanes per (kernel, operation), decoded once.
+    let mut wops: Vec<WOp> = Vec::with_capacity(g.k * ops.len());
+    let mut raw = Vec::with_capacity(g.lanes);
+    for k in 0..g.k {
+        for op in &ops {
+            raw.clear();
+            for seg in op {
+                for c in seg.c0..seg.c0 + seg.n {
+                    raw.push(w.data[((k * g.in_c + c) * g.r + seg.r) * g.s + seg.s] as u16);
+                }
+            }
+            wops.push(WOp {
+                lanes: raw.iter().map(|&h| F16Lane::decode(h)).collect(),
+                nan: block_nan(&[], &raw),
+            });
+        }
+    }
+    let mut out = vec![0i64; input.batches * g.k * oh * ow];
+    let mut acc = vec![Fp48::default(); g.k];
+    let mut dl: Vec<F16Lane> = Vec::with_capacity(g.lanes);
+    for b in 0..input.batches {
+        for oy in 0..oh {
+            for ox in 0..ow {
+                acc.fill(Fp48::default());
+                for (oi, op) in ops.iter().enumerate() {
+                    raw.clear();
+                    for seg in op {
+                        let (x, y) = in_coord(g, ox, oy, seg);
+                        for c in seg.c0..seg.c0 + seg.n {
+                            raw.push(data_at(g, input, b, c, y, x) as u16);
+                        }
+                    }
+                    let dnan = block_nan(&raw, &[]);
+                    dl.clear();
+                    dl.extend(raw.iter().map(|&h| F16Lane::decode(h)));
+                    for (k, a) in acc.iter_mut().enumerate() {
+                        let wop = &wops[k * ops.len() + oi];
+                        let r = match (wop.nan, dnan) {
+                            (Some(n), _) | (None, Some(n)) => n,
+                            (None, None) => mac_f16_block(&dl, &wop.lanes),
+                        };
+                        *a = a.accumulate(r);
+                    }
+                }
+                for (k, a) in acc.iter().enumerate() {
+                    out[((b * g.k + k) * oh + oy) * ow + ox] = i64::from(a.to_f32_bits());
+                }
+            }
+        }
+    }
+    AccOut {
+        data: out,
+        saturated: 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lcg(seed: &mut u64) -> i32 {
+        *seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (*seed >> 33) as i32
+    }
+
+    fn geom(in_w: usize, in_h: usize, in_c: usize, k: usize, r: usize, s: usize) -> Geom {
+        Geom {
+            in_w,
+            in_h,
+            in_c,
+            out_w: in_w,
+            out_h: in_h,
+            k,
+            r,
+            s,
+            sx: 1,
+            sy: 1,
+            dx: 1,
+            dy: 1,
+            pl: r / 2,
+            pt: s / 2,
+            pad: 0,
+            lanes: 64,
+            y_ext: 1,
+        }
+    }
+
+    /// Independent reference: direct 7-loop convolution in i64.
+    fn reference(g: &Geom, input: &InputCube, w: &Weights) -> Vec<i64> {
+        let mut out = vec![0i64; g.k * g.out_h * g.out_w];
+        for k in 0..g.k {
+            for oy in 0..g.out_h {
+                for ox in 0..g.out_w {
+                    let mut s = 0i64;
+                    for c in 0..g.in_c {
+                        for r in 0..g.r {
+                            for q in 0..g.s {
+                                let y = (oy * g.sy + r * g.dy) as i64 - g.pt as i64;
+                                let x = (ox * g.sx + q * g.dx) as i64 - g.pl as i64;
+                                let d =
+                                    if y < 0 || x < 0 || y >= g.in_h as i64 || x >= g.in_w as i64 {
+                                        g.pad
+                                    } else {
+                                        input.data[(c * g.in_h + y as usize) * g.in_w + x as usize]
+                                    };
+                                s += i64::from(d)
+                                    * i64::from(w.data[((k * g.in_c + c) * g.r + r) * g.s + q]);
+                            }
+                        }
+                    }
+                    out[(k * g.out_h + oy) * g.out_w + ox] = s;
+                }
+            }
+        }
+        out
+    }
+
+    fn random_case(g: &Geom, bits: u32, seed: u64) -> (InputCube, Weights) {
+        let mut s = seed;
+        let m = 1 << (bits - 1);
+        let input = InputCube {
+            w: g.in_w,
+            h: g.in_h,
+            c: g.in_c,
+            batches: 1,
+            data: (0..g.in_w * g.in_h * g.in_c)
+                .map(|_| lcg(&mut s).rem_euclid(2 * m) - m)
+                .collect(),
+        };
+        let w = Weights {
+            k: g.k,
+            c: g.in_c,
+            r: g.r,
+            s: g.s,
+            data: (0..g.k * g.in_c * g.r * g.s)
+                .map(|_| lcg(&mut s).rem_euclid(2 * m) - m)
+                .collect(),
+        };
+        (input, w)
+    }
+
+    #[test]
+    fn int8_matches_reference_with_stride_dilation_padding() {
+        let mut g = geom(9, 7, 70, 5, 3, 2);
+        g.sx = 2;
+        g.dy = 2;
+        g.out_w = 5;
+        g.out_h = 4;
+        g.pad = -3;
+        let (input, w) = random_case(&g, 8, 1);
+        let want: Vec<i64> = reference(&g, &input, &w);
+        let got = conv(&g, Precision::Int8, &input, &w, 0).unwrap();
+        assert_eq!(got.data, want);
+        // Truncation rounds half away from zero.
+        let got = conv(&g, Precision::Int8, &input, &w, 3).unwrap();
+        let want3: Vec<i64> = want
+            .iter()
+            .map(|&v| crate::arith::shr_round(v, 3))
+            .collect();
+        assert_eq!(got.data, want3);
+    }
+
+    #[test]
+    fn int16_matches_reference_and_saturates() {
+        let g = geom(4, 3, 66, 3, 3, 3);
+        let (input, w) = random_case(&g, 16, 2);
+        let want = reference(&g, &input, &w);
+        let got = conv(&g, Precision::Int16, &input, &w, 0).unwrap();
+        let sat: Vec<i64> = want
+            .iter()
+            .map(|&v| v.clamp(i64::from(i32::MIN), i64::from(i32::MAX)))
+            .collect();
+        assert_eq!(got.data, sat);
+        assert_eq!(
+            got.saturated as usize,
+            want.iter().zip(&sat).filter(|(a, b)| a != b).count()
+        );
+        // The ordered path gives the same integers.
+        assert_eq!(conv_int_ordered(&g, &input, &w), want);
+    }
+
+    #[test]
+    fn fp16_small_integers_are_exact() {
+        // Small integer-valued fp16 operands: every product and sum is exact in the
+        // MAC and the fp48 accumulator, so the result equals the integer convolution.
+        let g = geom(5, 4, 70, 3, 3, 3);
+        let (input, w) = random_case(&g, 4, 3);
+        let want = reference(&g, &input, &w);
+        let to_h = |v: i32| crate::fp::int_to_f16(i64::from(v)) as i32;
+        let hin = InputCube {
+            data: input.data.iter().map(|&v| to_h(v)).collect(),
+            ..input.clone()
+        };
+        let hw = Weights {
+            data: w.data.iter().map(|&v| to_h(v)).collect(),
+            ..w.clone()
+        };
+        let got = conv(&g, Precision::Fp16, &hin, &hw, 0).unwrap();
+        let got: Vec<i64> = got
+            .data
+            .iter()
+            .map(|&b| f32::from_bits(b as u32) as i64)
+            .collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn fp16_close_to_float_reference() {
+        let g = geom(4, 4, 64, 2, 3, 3);
+        let mut s = 9u64;
+        let f = |s: &mut u64| (lcg(s) % 2000) as f32 / 1000.0;
+        let vals: Vec<f32> = (0..g.in_w * g.in_h * g.in_c).map(|_| f(&mut s)).collect();
+        let wv: Vec<f32> = (0..g.k * g.in_c * 9).map(|_| f(&mut s) - 1.0).collect();
+        let h = |v: f32| crate::fp::f32_to_f16(v.to_bits()) as i32;
+        let back = |b: i32| f32::from_bits(crate::fp::f16_to_f32(b as u16));
+        let input = InputCube {
+            w: g.in_w,
+            h: g.in_h,
+            c: g.in_c,
+            batches: 1,
+            data: vals.iter().map(|&v| h(v)).collect(),
+        };
+        let w = Weights {
+            k: g.k,
+            c: g.in_c,
+            r: 3,
+            s: 3,
+            data: wv.iter().map(|&v| h(v)).collect(),
+        };
+        let got = conv(&g, Precision::Fp16, &input, &w, 0).unwrap();
+        for k in 0..g.k {
+            for oy in 0..4 {
+                for ox in 0..4 {
+                    let mut want = 0f64;
+                    for c in 0..g.in_c {
+                        for r in 0..3 {
+                            for q in 0..3 {
+                                let y = oy as i64 + r as i64 - 1;
+                                let x = ox as i64 + q as i64 - 1;
+                                if y < 0 || x < 0 || y >= 4 || x >= 4 {
+                                    continue;
+                                }
+                                let d = back(input.data[(c * 4 + y as usize) * 4 + x as usize]);
+                                let wt = back(w.data[((k * g.in_c + c) * 3 + r) * 3 + q]);
+                                want += f64::from(d) * f64::from(wt);
+                            }
+                        }
+                    }
+                    let v = f64::from(f32::from_bits(got.data[(k * 4 + oy) * 4 + ox] as u32));
+                    assert!((v - want).abs() < 0.05, "k={k} ({ox},{oy}): {v} vs {want}");
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,594 @@
+//! The convolution pipeline: CDMA → CBUF → CSC → CMAC_A/B → CACC, feeding SDP on the fly.
+//!
+//! A hardware layer runs when the consumer groups of CDMA, CSC, CMAC_A, CMAC_B and CACC
+//! are enabled (and SDP, which receives the accumulator output). [`Layer::decode`] reads
+//! and cross-checks the registers of all five blocks — precisions, modes, sizes,
+//! strides, CBUF banks and entries — so that bad programming becomes a typed
+//! [`EngineError`], never a panic. [`run`] then fetches data and weights (or reuses what
+//! the [`Cbuf`] model holds), convolves ([`compute`]) and returns the CACC output cube
+//! for SDP.
+//!
+//! Modelled: direct convolution on feature data, image input (pitch-linear pixel
+//! formats, pixel x offset, converter with per-channel mean, padding, channel
+//! pre-extension, post-extension), int8/int16/fp16, padding value, strides, dilation,
+//! batches, packed and unpacked surfaces, partial last channel blocks, compressed
+//! weights, data/weight reuse. Not modelled: Winograd (refused as unsupported).
+
+pub mod arith;
+pub mod cdma;
+pub mod compute;
+
+use crate::config::{HwConfig, HwVersion};
+use crate::engines::{addr64, check_precision, EngineError, Precision};
+use crate::mem::{Memory, RamType};
+use crate::regs::RegFile;
+use cdma::{InputCube, Weights};
+use compute::Geom;
+
+/// Extracts `width` bits at `shift`.
+#[inline]
+fn fld(v: u32, shift: u32, width: u32) -> u32 {
+    (v >> shift) & ((1 << width) - 1)
+}
+
+/// Everything the pipeline needs from the five register files, validated.
+#[derive(Debug, Clone)]
+pub struct Layer {
+    /// Processing precision.
+    pub prec: Precision,
+    /// CDMA input precision.
+    pub in_prec: Precision,
+    /// Image (pixel) input instead of feature data.
+    pub image: bool,
+    /// Reuse the data in CBUF instead of fetching.
+    pub data_reuse: bool,
+    /// Reuse the weights in CBUF instead of fetching.
+    pub weight_reuse: bool,
+    /// Keep the data in CBUF after the layer.
+    pub skip_data_rls: bool,
+    /// Keep the weights in CBUF after the layer.
+    pub skip_weight_rls: bool,
+    /// CDMA data cube width.
+    pub cdma_w: usize,
+    /// CDMA data cube height.
+    pub cdma_h: usize,
+    /// CDMA data cube channels.
+    pub cdma_c: usize,
+    /// Batches.
+    pub batches: usize,
+    /// Memory atom in bytes.
+    pub atom: u32,
+    /// Data memory.
+    pub dain_ram: RamType,
+    /// Data (or image plane 0) address.
+    pub dain_addr: u64,
+    /// Image plane 1 address.
+    pub dain_addr1: u64,
+    /// Line stride.
+    pub line_stride: u64,
+    /// Image plane 1 line stride.
+    pub uv_line_stride: u64,
+    /// Surface stride.
+    pub surf_stride: u64,
+    /// Batch stride.
+    pub batch_stride: u64,
+    /// `LINE_PACKED`.
+    pub line_packed: bool,
+    /// `SURF_PACKED`.
+    pub surf_packed: bool,
+    /// Pixel format code.
+    pub pixel_format: u32,
+    /// Pitch-linear pixel mapping.
+    pub pitch_linear: bool,
+    /// `PIXEL_SIGN_OVERRIDE`.
+    pub sign_override: bool,
+    /// `PIXEL_X_OFFSET`.
+    pub pixel_x_offset: usize,
+    /// Image left padding (pixels).
+    pub pad_left: usize,
+    /// Image right padding (pixels).
+    pub pad_right: usize,
+    /// CDMA padding value (image padding).
+    pub cdma_pad_value: u16,
+    /// Per-channel mean enabled (`MEAN_FORMAT`).
+    pub mean_enabled: bool,
+    /// Means of R/Y, G/U, B/V, A/X.
+    pub mean: [i64; 4],
+    /// Input converter.
+    pub cvt: cdma::Converter,
+    /// Flush fp16 NaN inputs to zero.
+    pub nan_to_zero: bool,
+    /// Compressed weights.
+    pub compressed: bool,
+    /// Weight memory.
+    pub weight_ram: RamType,
+    /// Weight address.
+    pub weight_addr: u64,
+    /// Weight bytes.
+    pub weight_bytes: u64,
+    /// WGS address.
+    pub wgs_addr: u64,
+    /// WMB address.
+    pub wmb_addr: u64,
+    /// WMB bytes.
+    pub wmb_bytes: u64,
+    /// Convolution geometry (CSC).
+    pub geom: Geom,
+    /// CSC input channels (image: components per pixel).
+    pub csc_c: usize,
+    /// CSC x stride in pixels (image input; the geometry then steps one column).
+    pub image_sx: usize,
+    /// Weight geometry.
+    pub wgeom: cdma::WeightGeom,
+    /// CACC truncation.
+    pub truncate: u32,
+    /// CDMA data banks.
+    pub data_banks: u32,
+    /// CDMA weight banks.
+    pub weight_banks: u32,
+}
+
+fn cfg_err(block: &'static str, msg: impl Into<String>) -> EngineError {
+    EngineError::Config {
+        block,
+        msg: msg.into(),
+    }
+}
+
+/// Bytes of one CBUF entry: 128 on NVDLA v1 (a 64-channel 16-bit atom), the bank width
+/// on v2.
+pub fn cbuf_entry_bytes(cfg: &HwConfig) -> u32 {
+    match cfg.version {
+        HwVersion::V1 => cfg.atomic_c * 2,
+        HwVersion::V2 => cfg.cbuf_bank_width,
+    }
+}
+
+/// Entries of one CBUF bank.
+pub fn cbuf_entries_per_bank(cfg: &HwConfig) -> u64 {
+    cfg.cbuf_bytes() / u64::from(cfg.cbuf_banks) / u64::from(cbuf_entry_bytes(cfg))
+}
+
+/// CBUF entries one line (slice) of a feature cube occupies: whole entries of atoms,
+/// and a trailing partial entry shared by 2 or 4 neighbouring pixels
+/// (`DirectConvDataResponseSequencerCommon`).
+pub fn entries_per_slice(cfg: &HwConfig, w: usize, c: usize, prec: Precision) -> usize {
+    let atom = cfg.memory_atomic as usize;
+    let atoms = (c * prec.bytes() as usize).div_ceil(atom);
+    let per_entry = (cbuf_entry_bytes(cfg) as usize / atom).max(1);
+    let mut n = atoms / per_entry * w;
+    let cripple = atoms % per_entry;
+    if cripple > 0 {
+        n += if cripple > per_entry / 2 {
+            w
+        } else if cripple * 2 == per_entry {
+            w.div_ceil(2)
+        } else {
+            w.div_ceil(4)
+        };
+    }
+    n
+}
+
+impl Layer {
+    /// Decodes and validates the consumer groups of the five blocks.
+    pub fn decode(
+        cfg: &HwConfig,
+        cdma: &RegFile,
+        csc: &RegFile,
+        cmac: [&RegFile; 2],
+        cacc: &RegFile,
+    ) -> Result<Layer, EngineError> {
+        let misc = cdma.cur("D_MISC_CFG");
+        let csc_misc = csc.cur("D_MISC_CFG");
+        let winograd = misc & 1 == 1;
+        let prec = Precision::from_field(fld(misc, 12, 2), "CDMA")?;
+        let in_prec = Precision::from_field(fld(misc, 8, 2), "CDMA")?;
+        for (blk, v) in [
+            ("CSC", csc_misc),
+            ("CMAC_A", cmac[0].cur("D_MISC_CFG")),
+            ("CMAC_B", cmac[1].cur("D_MISC_CFG")),
+            ("CACC", cacc.cur("D_MISC_CFG")),
+        ] {
+            if (v & 1 == 1) != winograd {
+                return Err(cfg_err(blk, "convolution mode differs from CDMA"));
+            }
+            if Precision::from_field(fld(v, 12, 2), blk)? != prec {
+                return Err(cfg_err(blk, "processing precision differs from CDMA"));
+            }
+        }
+        check_precision(cfg, prec, "CDMA")?;
+        check_precision(cfg, in_prec, "CDMA")?;
+        if winograd {
+            return Err(if cfg.features.winograd {
+                EngineError::Unsupported {
+                    block: "CSC",
+                    msg: "Winograd convolution".into(),
+                }
+            } else {
+                cfg_err("CDMA", format!("{} has no Winograd convolution", cfg.name))
+            });
+        }
+        let fmt = cdma.cur("D_DATAIN_FORMAT");
+        let image = fmt & 1 == 1;
+        if (csc.cur("D_DATAIN_FORMAT") & 1 == 1) != image {
+            return Err(cfg_err("CSC", "input format differs from CDMA"));
+        }
+        let size0 = cdma.cur("D_DATAIN_SIZE_0");
+        let cdma_w = fld(size0, 0, 13) as usize + 1;
+        let cdma_h = fld(size0, 16, 13) as usize + 1;
+        let cdma_c = fld(cdma.cur("D_DATAIN_SIZE_1"), 0, 13) as usize + 1;
+        let batches = fld(cdma.cur("D_BATCH_NUMBER"), 0, 5) as usize + 1;
+        for (blk, f) in [("CSC", csc), ("CACC", cacc)] {
+            if fld(f.cur("D_BATCH_NUMBER"), 0, 5) as usize + 1 != batches {
+                return Err(cfg_err(blk, "batch number differs from CDMA"));
+            }
+        }
+        if batches > 1 && (!cfg.features.batch || image) {
+            return Err(cfg_err("CDMA", "batches need batch mode and feature input"));
+        }
+
+        // CSC geometry.
+        let ext0 = csc.cur("D_DATAIN_SIZE_EXT_0");
+        let csc_w = fld(ext0, 0, 13) as usize + 1;
+        let csc_h = fld(ext0, 16, 13) as usize + 1;
+        let csc_c = fld(csc.cur("D_DATAIN_SIZE_EXT_1"), 0, 13) as usize + 1;
+        let wsz0 = csc.cur("D_WEIGHT_SIZE_EXT_0");
+        let ks = fld(wsz0, 0, 5) as usize + 1;
+        let kr = fld(wsz0, 16, 5) as usize + 1;
+        let wsz1 = csc.cur("D_WEIGHT_SIZE_EXT_1");
+        let kc = fld(wsz1, 0, 13) as usize + 1;
+        let kk = fld(wsz1, 16, 13) as usize + 1;
+        let out0 = csc.cur("D_DATAOUT_SIZE_0");
+        let out_w = fld(out0, 0, 13) as usize + 1;
+        let out_h = fld(out0, 16, 13) as usize + 1;
+        let out_c = fld(csc.cur("D_DATAOUT_SIZE_1"), 0, 13) as usize + 1;
+        let cacc0 = cacc.cur("D_DATAOUT_SIZE_0");
+        if fld(cacc0, 0, 13) as usize + 1 != out_w
+            || fld(cacc0, 16, 13) as usize + 1 != out_h
+            || fld(cacc.cur("D_DATAOUT_SIZE_1"), 0, 13) as usize + 1 != out_c
+        {
+            return Err(cfg_err("CACC", "output cube differs from CSC"));
+        }
+        if out_c != kk {
+            return Err(cfg_err(
+                "CSC",
+                format!("{out_c} output channels for {kk} kernels"),
+            ));
+        }
+        let stride = csc.cur("D_CONV_STRIDE_EXT");
+        let sx = fld(stride, 0, 3) as usize + 1;
+        let sy = fld(stride, 16, 3) as usize + 1;
+        let dil = csc.cur("D_DILATION_EXT");
+        let dx = fld(dil, 0, 5) as usize + 1;
+        let dy = fld(dil, 16, 5) as usize + 1;
+        let pad = csc.cur("D_ZERO_PADDING");
+        let pl = fld(pad, 0, 5) as usize;
+        let pt = fld(pad, 16, 5) as usize;
+        let pad_raw = fld(csc.cur("D_ZERO_PADDING_VALUE"), 0, 16);
+        let pad_value = match prec {
+            Precision::Int8 => i32::from(pad_raw as u8 as i8),
+            Precision::Int16 => i32::from(pad_raw as u16 as i16),
+            Precision::Fp16 => pad_raw as i32,
+        };
+        let y_ext = 1usize << fld(csc.cur("D_POST_Y_EXTENSION"), 0, 2);
+        if y_ext > 4 {
+            return Err(cfg_err("CSC", "reserved post-extension value"));
+        }
+        let lanes = cfg.atomic_c as usize;
+        let bpe = prec.bytes() as usize;
+        let group = if prec == Precision::Int8 {
+            cfg.atomic_k as usize
+        } else {
+            (cfg.atomic_k / 2) as usize
+        };
+
+        let mut geom = Geom {
+            in_w: csc_w,
+            in_h: csc_h,
+            in_c: kc,
+            out_w,
+            out_h,
+            k: kk,
+            r: kr,
+            s: ks,
+            sx,
+            sy,
+            dx,
+            dy,
+            pl,
+            pt,
+            pad: pad_value,
+            lanes,
+            y_ext: 1,
+        };
+        if image {
+            if ks != 1 {
+                return Err(cfg_err(
+                    "CSC",
+                    "image input needs weight width 1 (pre-extended)",
+                ));
+            }
+            if y_ext > 1 && kc > lanes / y_ext {
+                return Err(cfg_err(
+                    "CSC",
+                    format!("post-extension {y_ext} with {kc} channels per kernel row"),
+                ));
+            }
+            if csc_h != cdma_h {
+                return Err(cfg_err("CSC", "input height differs from CDMA"));
+            }
+            // The equivalent cube is one column per output position.
+            geom.in_w = out_w;
+            geom.sx = 1;
+            geom.dx = 1;
+            geom.dy = 1;
+            geom.pl = 0;
+            geom.y_ext = y_ext;
+        } else {
+            if (csc_w, csc_h, csc_c) != (cdma_w, cdma_h, cdma_c) {
+                return Err(cfg_err(
+                    "CSC",
+                    format!(
+                        "input cube {csc_w}x{csc_h}x{csc_c} differs from CDMA's \
+                         {cdma_w}x{cdma_h}x{cdma_c}"
+                    ),
+                ));
+            }
+            if kc != csc_c {
+                return Err(cfg_err(
+                    "CSC",
+                    format!("{kc} kernel channels for {csc_c} input channels"),
+                ));
+            }
+            if y_ext != 1 {
+                return Err(cfg_err("CSC", "post-extension needs image input"));
+            }
+            if in_prec != prec {
+                return Err(cfg_err(
+                    "CDMA",
+                    "direct convolution cannot change precision",
+                ));
+            }
+        }
+        let wgeom = cdma::WeightGeom {
+            k: kk,
+            c: kc,
+            r: kr,
+            s: ks,
+            group,
+            block: lanes,
+            bpe,
+            y_ext: geom.y_ext,
+        };
+
+        // CDMA weight registers against CSC's.
+        let bpk = fld(cdma.cur("D_WEIGHT_SIZE_0"), 0, 18) as usize + 1;
+        if bpk != wgeom.bytes_per_kernel() {
+            return Err(cfg_err(
+                "CDMA",
+                format!(
+                    "BYTE_PER_KERNEL {bpk} but CSC's kernel is {}x{}x{} ({} bytes)",
+                    ks,
+                    kr,
+                    kc,
+                    wgeom.bytes_per_kernel()
+                ),
+            ));
+        }
+        if fld(cdma.cur("D_WEIGHT_SIZE_1"), 0, 13) as usize + 1 != kk {
+            return Err(cfg_err("CDMA", "kernel count differs from CSC"));
+        }
+        let compressed = cdma.cur("D_WEIGHT_FORMAT") & 1 == 1;
+        if (csc.cur("D_WEIGHT_FORMAT") & 1 == 1) != compressed {
+            return Err(cfg_err("CSC", "weight format differs from CDMA"));
+        }
+        if compressed && !cfg.features.weight_compression {
+            return Err(cfg_err(
+                "CDMA",
+                format!("{} has no weight compression", cfg.name),
+            ));
+        }
+        let weight_bytes = u64::from(cdma.cur("D_WEIGHT_BYTES"));
+        if u64::from(csc.cur("D_WEIGHT_BYTES")) != weight_bytes {
+            return Err(cfg_err("CSC", "WEIGHT_BYTES differs from CDMA"));
+        }
+
+        // CBUF banks and entries.
+        let bank = cdma.cur("D_BANK");
+        let data_banks = fld(bank, 0, 5) + 1;
+        let weight_banks = fld(bank, 16, 5) + 1;
+        if csc.cur("D_BANK") != bank {
+            return Err(cfg_err("CSC", "bank allocation differs from CDMA"));
+        }
+        if data_banks + weight_banks > cfg.cbuf_banks {
+            return Err(cfg_err(
+                "CDMA",
+                format!(
+                    "{data_banks} data + {weight_banks} weight banks exceed the {} CBUF banks",
+                    cfg.cbuf_banks
+                ),
+            ));
+        }
+        let entries = fld(cdma.cur("D_ENTRY_PER_SLICE"), 0, 12) as usize + 1;
+        if fld(csc.cur("D_ENTRY_PER_SLICE"), 0, 12) as usize + 1 != entries {
+            return Err(cfg_err("CSC", "ENTRY_PER_SLICE differs from CDMA"));
+        }
+        if !image {
+            let want = entries_per_slice(cfg, cdma_w, cdma_c, prec);
+            if entries != want {
+                return Err(cfg_err(
+                    "CDMA",
+                    format!("ENTRY_PER_SLICE {entries}, a {cdma_w}x{cdma_c} line takes {want}"),
+                ));
+            }
+        }
+        let capacity = u64::from(data_banks) * cbuf_entries_per_bank(cfg);
+        let needed = (entries as u64) * (cdma_h as u64) * (batches as u64);
+        if needed > capacity {
+            return Err(cfg_err(
+                "CDMA",
+                format!(
+                    "input needs {needed} CBUF entries, {data_banks} data banks hold {capacity}"
+                ),
+            ));
+        }
+
+        let mg0 = cdma.cur("D_MEAN_GLOBAL_0");
+        let mg1 = cdma.cur("D_MEAN_GLOBAL_1");
+        let s16 = |v: u32| i64::from(v as u16 as i16);
+        let cvt_cfg = cdma.cur("D_CVT_CFG");
+        let zp = cdma.cur("D_ZERO_PADDING");
+        let map = cdma.cur("D_DAIN_MAP");
+        Ok(Layer {
+            prec,
+            in_prec,
+            image,
+            data_reuse: fld(misc, 16, 1) == 1,
+            weight_reuse: fld(misc, 20, 1) == 1,
+            skip_data_rls: fld(misc, 24, 1) == 1,
+            skip_weight_rls: fld(misc, 28, 1) == 1,
+            cdma_w,
+            cdma_h,
+            cdma_c,
+            batches,
+            atom: cfg.memory_atomic,
+            dain_ram: RamType::from_field(cdma.cur("D_DAIN_RAM_TYPE")),
+            dain_addr: addr64(
+                cdma.cur("D_DAIN_ADDR_HIGH_0"),
+                cdma.cur("D_DAIN_ADDR_LOW_0"),
+            ),
+            dain_addr1: addr64(
+                cdma.cur("D_DAIN_ADDR_HIGH_1"),
+                cdma.cur("D_DAIN_ADDR_LOW_1"),
+            ),
+            line_stride: u64::from(cdma.cur("D_LINE_STRIDE")),
+            uv_line_stride: u64::from(cdma.cur("D_LINE_UV_STRIDE")),
+            surf_stride: u64::from(cdma.cur("D_SURF_STRIDE")),
+            batch_stride: u64::from(cdma.cur("D_BATCH_STRIDE")),
+            line_packed: map & 1 == 1,
+            surf_packed: (map >> 16) & 1 == 1,
+            pixel_format: fld(fmt, 8, 6),
+            pitch_linear: fld(fmt, 16, 1) == 0,
+            sign_override: fld(fmt, 20, 1) == 1,
+            pixel_x_offset: fld(cdma.cur("D_PIXEL_OFFSET"), 0, 5) as usize,
+            pad_left: fld(zp, 0, 5) as usize,
+            pad_right: fld(zp, 8, 6) as usize,
+            cdma_pad_value: fld(cdma.cur("D_ZERO_PADDING_VALUE"), 0, 16) as u16,
+            mean_enabled: cdma.cur("D_MEAN_FORMAT") & 1 == 1,
+            mean: [s16(mg0), s16(mg0 >> 16), s16(mg1), s16(mg1 >> 16)],
+            cvt: cdma::Converter {
+                enabled: cvt_cfg & 1 == 1,
+                offset: s16(cdma.cur("D_CVT_OFFSET")),
+                scale: s16(cdma.cur("D_CVT_SCALE")),
+                truncate: fld(cvt_cfg, 4, 6),
+            },
+            nan_to_zero: cdma.cur("D_NAN_FLUSH_TO_ZERO") & 1 == 1,
+            compressed,
+            weight_ram: RamType::from_field(cdma.cur("D_WEIGHT_RAM_TYPE")),
+            weight_addr: addr64(
+                cdma.cur("D_WEIGHT_ADDR_HIGH"),
+                cdma.cur("D_WEIGHT_ADDR_LOW"),
+            ),
+            weight_bytes,
+            wgs_addr: addr64(cdma.cur("D_WGS_ADDR_HIGH"), cdma.cur("D_WGS_ADDR_LOW")),
+            wmb_addr: addr64(cdma.cur("D_WMB_ADDR_HIGH"), cdma.cur("D_WMB_ADDR_LOW")),
+            wmb_bytes: u64::from(cdma.cur("D_WMB_BYTES")),
+            geom,
+            csc_c,
+            image_sx: sx,
+            wgeom,
+            truncate: fld(cacc.cur("D_CLIP_CFG"), 0, 5),
+            data_banks,
+            weight_banks,
+        })
+    }
+}
+
+/// What the convolution buffer holds between layers: the last loaded input cube and
+/// weights, so that a layer with `DATA_REUSE`/`WEIGHT_REUSE` computes with them
+/// instead of fetching. Released contents stay physically in the banks until
+/// overwritten, so reuse after a release still finds them (logged).
+#[derive(Debug, Default, Clone)]
+pub struct Cbuf {
+    data: Option<(InputCube, bool)>,
+    weights: Option<(Weights, bool)>,
+}
+
+impl Cbuf {
+    /// Forgets everything (reset).
+    pub fn clear(&mut self) {
+        *self = Cbuf::default();
+    }
+}
+
+/// The result of one convolution layer.
+#[derive(Debug, Clone)]
+pub struct ConvOutput {
+    /// CACC output of batch 0, `(k * h + y) * w + x`, for SDP.
+    pub cube: Vec<i64>,
+    /// All batches.
+    pub batches: usize,
+    /// Results CACC saturated.
+    pub saturated: u32,
+}
+
+/// Runs one layer: fetch (or reuse), convolve, accumulate.
+pub fn run(
+    cfg: &HwConfig,
+    layer: &Layer,
+    cbuf: &mut Cbuf,
+    mem: &Memory,
+) -> Result<ConvOutput, EngineError> {
+    let g = &layer.geom;
+    let input = if layer.data_reuse {
+        match &cbuf.data {
+            Some((cube, released)) if cube.h == g.in_h && cube.c == g.in_c && cube.w == g.in_w => {
+                if *released {
+                    log::warn!("CDMA: data reuse after the data were released");
+                }
+                cube.clone()
+            }
+            _ => {
+                return Err(cfg_err(
+                    "CDMA",
+                    "DATA_REUSE set but CBUF holds no input of this shape",
+                ))
+            }
+        }
+    } else if layer.image {
+        let lines = cdma::fetch_image(layer, mem)?;
+        cdma::image_as_cube(&lines, g.out_w, layer.image_sx, layer.csc_c, g.in_c)?
+    } else {
+        cdma::fetch_feature(layer, mem)?
+    };
+    let weights = if layer.weight_reuse {
+        match &cbuf.weights {
+            Some((w, released)) if (w.k, w.c, w.r, w.s) == (g.k, g.in_c, g.r, g.s) => {
+                if *released {
+                    log::warn!("CDMA: weight reuse after the weights were released");
+                }
+                w.clone()
+            }
+            _ => {
+                return Err(cfg_err(
+                    "CDMA",
+                    "WEIGHT_REUSE set but CBUF holds no weights of this shape",
+                ))
+            }
+        }
+    } else {
+        cdma::fetch_weights(layer, &layer.wgeom, mem)?
+    };
+    let _ = cfg;
+    let acc = compute::conv(g, layer.prec, &input, &weights, layer.truncate)?;
+    let per_batch = g.k * g.out_h * g.out_w;
+    let cube = acc.data[..per_batch].to_vec();
+    cbuf.data = Some((input, !layer.skip_data_rls));
+    cbuf.weights = Some((weights, !layer.skip_weight_rls));
+    Ok(ConvOutput {
+        cube,
+        batches: layer.batches,
+        saturated: acc.saturated,
+    })
+}
