@@ -11,10 +11,12 @@
 //! - [`arith`]: fixed-point helpers shared by the engines.
 //! - [`fp`]: fp16/fp17/fp32 bit-pattern arithmetic of the datapaths.
 //! - [`trace`]: players for v1 `input.txn` and v2 `.cfg` trace tests.
+//! - [`bench`]: convolution throughput of the model against a plain reference.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod arith;
+pub mod bench;
 pub mod config;
 pub mod engines;
 pub mod fp;

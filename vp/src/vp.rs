@@ -201,7 +201,7 @@ impl Vp {
     }
 
     /// Blocks whose consumer group is enabled but has not run (waiting for a partner
-    /// block, for data, or — for the convolution pipeline — not modelled).
+    /// block or for data).
     pub fn pending_blocks(&mut self) -> Vec<Block> {
         self.run_pending();
         self.files

@@ -76,6 +76,23 @@ trace_test!(
     "v2-sample/nv_small/sdp_3x3x33_bn_int8_reg_0"
 );
 
+// The convolution pipeline (CDMA, CSC, CMAC, CACC -> SDP).
+trace_test!(v1_sanity3_conv, "v1-nv_full/sanity3");
+trace_test!(v1_sanity3_cvsram_conv, "v1-nv_full/sanity3_cvsram");
+trace_test!(v1_conv_8x8_fc_int16, "v1-nv_full/conv_8x8_fc_int16");
+trace_test!(
+    v1_googlenet_conv2_3x3_int16,
+    "v1-nv_full/googlenet_conv2_3x3_int16"
+);
+trace_test!(
+    v2_large_dc_1x1_int8,
+    "v2-sample/nv_large/dc_8x8x32_1x1x32x32_int8_0"
+);
+trace_test!(
+    v2_small_dc_dilation_int8,
+    "v2-sample/nv_small/dc_8x8x36_4x4x36x16_dilation_int8_0"
+);
+
 /// Malformed traces are errors with file and line, never panics.
 #[test]
 fn malformed_traces_report_file_and_line() {

@@ -30,6 +30,14 @@ enum Cmd {
         #[arg(long)]
         log_regs: bool,
     },
+    /// Convolution throughput: a 56x56x64 input with 3x3x64x64 kernels (int8 and fp16)
+    /// through the model (programmed over the CSB) and through a plain reference
+    /// convolution, in MAC/s. Build with --release.
+    Bench {
+        /// Timed runs per precision (the best is reported).
+        #[arg(long, default_value_t = 3)]
+        runs: u32,
+    },
 }
 
 /// Minimal stderr logger: the model reports ignored accesses and engine faults
@@ -70,6 +78,45 @@ fn main() -> ExitCode {
         });
     }
     match cli.cmd {
+        Cmd::Bench { runs } => {
+            if cfg!(debug_assertions) {
+                eprintln!("warning: debug build; figures are meaningless without --release");
+            }
+            let mut ok = true;
+            for prec in [
+                nvdla_vp::engines::Precision::Int8,
+                nvdla_vp::engines::Precision::Fp16,
+            ] {
+                match nvdla_vp::bench::run(prec, runs) {
+                    Ok(f) => out(format_args!(
+                        "{:?}: {} MAC/layer, best of {}: model {:.3} s = {:.2} GMAC/s, \
+                         reference {:.3} s = {:.2} GMAC/s, model/reference {:.2}x{}",
+                        f.prec,
+                        f.macs,
+                        f.runs,
+                        f.model_s,
+                        f.model_macs() / 1e9,
+                        f.reference_s,
+                        f.reference_macs() / 1e9,
+                        f.model_macs() / f.reference_macs(),
+                        if f.prec == nvdla_vp::engines::Precision::Fp16 {
+                            format!(" (max |model - f32 reference| {:.4})", f.max_error)
+                        } else {
+                            " (outputs identical)".to_string()
+                        }
+                    )),
+                    Err(e) => {
+                        eprintln!("error: {prec:?}: {e}");
+                        ok = false;
+                    }
+                }
+            }
+            if ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
         Cmd::Trace {
             paths,
             config,

@@ -226,7 +226,8 @@ pub(crate) fn fault_note(vp: &mut Vp) -> String {
         " (enabled, not run: {}{})",
         names.join(", "),
         if conv {
-            "; the convolution pipeline is not modelled"
+            "; a convolution layer runs when CDMA, CSC, CMAC_A, CMAC_B, CACC and a \
+             flying SDP group are all enabled"
         } else {
             ""
         }
