@@ -11,13 +11,26 @@
 //! - [`device`]: the [`device::Device`] trait, the operations the UMD needs from "a device",
 //!   independent of whether the driver is in the kernel, in process or behind a socket.
 //!
-//! - [`vp`]: the in-process backend: our KMD and firmware driving the virtual platform's
-//!   hardware model.
+//! Backends implement [`device::Device`]:
 //!
-//! Backends implement [`device::Device`].
-#![forbid(unsafe_code)]
+//! - [`vp`]: the in-process backend: our KMD and firmware driving the virtual platform's
+//!   hardware model;
+//! - [`linux`]: a kernel module (upstream `opendla.ko` or one with its ABI) through its DRM
+//!   render node;
+//! - [`socket`]: a KMD daemon ([`daemon`]) in another process, over a Unix socket speaking
+//!   [`wire`], with buffers in shared memory ([`shm`]).
+//!
+//! `unsafe` is denied except in the modules that must call `mmap`, `ioctl` or take over
+//! received file descriptors ([`shm`], [`linux`], [`socket`]); each block says why it is
+//! sound.
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod daemon;
 pub mod device;
+pub mod linux;
+pub mod shm;
+pub mod socket;
 pub mod uapi;
 pub mod vp;
+pub mod wire;

@@ -51,7 +51,7 @@ impl VpConfig {
         }
     }
 
-    fn firmware(self) -> nvdla_firmware::HwConfig {
+    pub(crate) fn firmware(self) -> nvdla_firmware::HwConfig {
         match self {
             VpConfig::NvFull => nvdla_firmware::HwConfig::NV_FULL,
             VpConfig::NvLarge => nvdla_firmware::HwConfig::NV_LARGE,
@@ -192,6 +192,18 @@ impl KmdOs for VpOs {
         self.vp = Vp::new(self.config.model());
         self.vp.mem = mem;
     }
+}
+
+/// The driver's account of a failed submit, with the model's diagnosis of a hang.
+pub(crate) fn failure_detail(kmd: &Kmd<VpOs>, failure: &nvdla_kmd::SubmitFailure) -> String {
+    let mut detail = failure.to_string();
+    if let Some(hang) = kmd.os().last_hang() {
+        if matches!(failure.error(), nvdla_kmd::Error::TimedOut) {
+            detail.push_str("; ");
+            detail.push_str(hang);
+        }
+    }
+    detail
 }
 
 /// An in-process NVDLA: [`Kmd`] + firmware + the hardware model, as a [`Device`].
@@ -338,16 +350,8 @@ impl Device for VpDevice {
                 );
                 Ok(())
             }
-            Err(failure) => {
-                let mut detail = failure.to_string();
-                if let Some(hang) = self.kmd.os().last_hang() {
-                    if matches!(failure.error(), nvdla_kmd::Error::TimedOut) {
-                        detail.push_str("; ");
-                        detail.push_str(hang);
-                    }
-                }
-                Err(DeviceError::new(op, failure.error()).with_detail(detail))
-            }
+            Err(failure) => Err(DeviceError::new(op, failure.error())
+                .with_detail(failure_detail(&self.kmd, &failure))),
         }
     }
 }

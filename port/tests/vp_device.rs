@@ -2,121 +2,18 @@
 //! behind [`VpDevice`], fed with NVIDIA's regression loadables and with malformed
 //! submissions.
 
-use std::path::PathBuf;
+mod common;
 
+use common::*;
 use nvdla_firmware::hw::DeviceAddr;
 use nvdla_firmware::HwError;
 use nvdla_kmd::bo::{BoConfig, ClientId};
 use nvdla_kmd::submit::{MemHandle, SubmitDesc, TaskDesc, SUBMIT_VERSION};
 use nvdla_kmd::{Error as Errno, Kmd, KmdOs, SubmitFailure, Wait};
-use nvdla_loadable::dla::{self, CommonOpDesc, Layout, NetworkDesc};
-use nvdla_loadable::{Descriptor, Interface, Loadable, MemoryFlags};
-use nvdla_port::device::{BufferAddress, BufferHandle, Device, Task, Timeout};
+use nvdla_loadable::dla::{self, CommonOpDesc, NetworkDesc};
+use nvdla_loadable::{Descriptor, Loadable};
+use nvdla_port::device::{BufferHandle, Device};
 use nvdla_port::vp::{VpConfig, VpDevice, VpOs};
-
-/// A loadable laid out on a device: one buffer per memory entry, `SET` contents copied,
-/// legacy surface lists upgraded, and the first DLA1 task's address list.
-struct Loaded {
-    buffers: Vec<Option<BufferHandle>>,
-    addresses: Vec<BufferAddress>,
-}
-
-fn load(dev: &mut dyn Device, bytes: &[u8]) -> Loaded {
-    let l = Loadable::parse(bytes).expect("loadable parses");
-    let mut buffers = Vec::new();
-    for m in l.memory().iter() {
-        if !m.flags().contains(MemoryFlags::ALLOC) || m.size() == 0 {
-            buffers.push(None);
-            continue;
-        }
-        let h = dev.create_buffer(m.size()).expect("create buffer");
-        let buf = dev.map_buffer(h).unwrap();
-        for i in 0..m.contents_len() {
-            // Contents without a blob are not loaded (the runtime reports them).
-            let Some((name, off)) = m.content(i) else {
-                continue;
-            };
-            let Some(data) = l.blob(name).map(|b| b.data()) else {
-                continue;
-            };
-            let off = off as usize;
-            let n = data.len().min(buf.len() - off);
-            buf[off..off + n].copy_from_slice(&data[..n]);
-        }
-        buffers.push(Some(h));
-    }
-    let task = l
-        .tasks()
-        .iter()
-        .find(|t| t.interface() == Interface::DLA1)
-        .expect("a DLA1 task");
-    let ids: Vec<u16> = task.address_list().iter().collect();
-    let addresses: Vec<BufferAddress> = ids
-        .iter()
-        .map(|&id| {
-            let a = l.addresses().get(usize::from(id)).unwrap();
-            BufferAddress {
-                handle: buffers[usize::from(a.mem_id())].expect("allocated"),
-                offset: a.offset(),
-            }
-        })
-        .collect();
-    let v = l.blob_at_address(ids[0]).unwrap().version();
-    if Layout::for_version(v.major, v.minor) == Layout::Legacy {
-        let net = NetworkDesc::decode_from(&read(dev, addresses[0], NetworkDesc::SIZE)).unwrap();
-        let n = usize::from(net.num_operations) * usize::from(net.num_rois.max(1));
-        let deps = read(
-            dev,
-            addresses[net.dependency_graph_index as usize],
-            n * dla::DEPENDENCY_ENTRY_SIZE,
-        );
-        let at = addresses[net.surface_desc_index as usize];
-        let mut surf = read(dev, at, n * dla::SURFACE_CONTAINER_SIZE);
-        nvdla_loadable::upgrade::surfaces_to_current(&deps, &mut surf, n).unwrap();
-        write(dev, at, &surf);
-    }
-    Loaded { buffers, addresses }
-}
-
-fn read(dev: &mut dyn Device, at: BufferAddress, len: usize) -> Vec<u8> {
-    let o = at.offset as usize;
-    dev.map_buffer(at.handle).unwrap()[o..o + len].to_vec()
-}
-
-fn write(dev: &mut dyn Device, at: BufferAddress, data: &[u8]) {
-    let o = at.offset as usize;
-    dev.map_buffer(at.handle).unwrap()[o..o + data.len()].copy_from_slice(data);
-}
-
-fn submit(
-    dev: &mut dyn Device,
-    addresses: &[BufferAddress],
-) -> Result<(), nvdla_port::device::DeviceError> {
-    dev.submit(&[Task {
-        addresses,
-        timeout: Timeout::Millis(5_000),
-    }])
-}
-
-fn shared() -> Option<PathBuf> {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/nvdla-sw-regression");
-    if p.is_dir() {
-        Some(p)
-    } else {
-        eprintln!("skipped: {} is absent", p.display());
-        None
-    }
-}
-
-fn config_of(test: &str) -> VpConfig {
-    if test.ends_with("_small") {
-        VpConfig::NvSmall
-    } else if test.ends_with("_large") {
-        VpConfig::NvLarge
-    } else {
-        VpConfig::NvFull
-    }
-}
 
 /// Runs a regression loadable's DLA1 task; `Ok(interrupts)` or the device error text.
 fn run_regression(unit: &str, test: &str) -> Option<Result<(), String>> {
@@ -170,25 +67,6 @@ fn convolution_regression_tasks_complete_on_the_vp() {
 }
 
 // --- malformed submissions -------------------------------------------------------------
-
-/// The project's own one-operation BDMA copy, loaded on `dev`.
-fn bdma(dev: &mut dyn Device) -> Loaded {
-    let bytes = nvdla_loadable::examples::bdma_copy(8, 8).build();
-    load(dev, &bytes)
-}
-
-/// Checks that a good BDMA task runs on `dev` and copies its ramp.
-fn good_task_succeeds(dev: &mut dyn Device) {
-    let l = bdma(dev);
-    let dst = *l.buffers.iter().flatten().last().unwrap();
-    dev.map_buffer(dst).unwrap().fill(0xee);
-    submit(dev, &l.addresses).expect("good task after a failed one");
-    let out = dev.map_buffer(dst).unwrap();
-    assert!(out.iter().any(|&b| b != 0xee), "BDMA wrote its destination");
-    for h in l.buffers.into_iter().flatten() {
-        dev.destroy_buffer(h).unwrap();
-    }
-}
 
 fn errno_of(r: Result<(), nvdla_port::device::DeviceError>) -> (i32, String) {
     let e = r.expect_err("the submit must fail");
