@@ -50,8 +50,9 @@ pub struct Args {
     /// Input path (upstream's -i; only checked for existence).
     #[arg(short = 'i', value_name = "path", hide = true)]
     pub input_path: Option<PathBuf>,
-    /// Device backend: vp, linux, socket:PATH, or mock (DLA tasks not executed).
-    #[arg(long, default_value = "vp", value_parser = parse_kind)]
+    /// Device backend: vp, linux, socket:PATH, or mock (DLA tasks not executed); default:
+    /// linux when an nvdla DRM node exists, else vp.
+    #[arg(long, default_value_t = crate::device::default_device(), value_parser = parse_kind)]
     pub device: DeviceKind,
     /// Hardware configuration: nv_full, nv_large or nv_small.
     #[arg(long, default_value = "nv_full", value_parser = parse_config)]

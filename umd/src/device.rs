@@ -16,6 +16,8 @@ use std::path::PathBuf;
 use std::str::FromStr;
 
 use nvdla_port::device::{BufferAddress, BufferHandle, Device, DeviceError, Operation, Task};
+use nvdla_port::linux::LinuxDevice;
+use nvdla_port::socket::SocketDevice;
 use nvdla_port::vp::VpDevice;
 use thiserror::Error;
 
@@ -98,9 +100,32 @@ pub fn open_device(
     match kind {
         DeviceKind::Mock => Ok(Box::new(MockDevice::new())),
         DeviceKind::Vp => Ok(Box::new(VpDevice::new(config))),
-        DeviceKind::Linux | DeviceKind::Socket(_) => {
-            Err(OpenDeviceError::NotAvailable(kind.clone()))
-        }
+        // Real hardware reports its own configuration: `config` does not apply.
+        DeviceKind::Linux => match LinuxDevice::open() {
+            Ok(d) => Ok(Box::new(d)),
+            Err(e) => Err(OpenDeviceError::Failed {
+                kind: kind.clone(),
+                reason: e.to_string(),
+            }),
+        },
+        // The daemon may serve several configurations: ask for ours.
+        DeviceKind::Socket(path) => match SocketDevice::connect(path, Some(config.name())) {
+            Ok(d) => Ok(Box::new(d)),
+            Err(e) => Err(OpenDeviceError::Failed {
+                kind: kind.clone(),
+                reason: e.to_string(),
+            }),
+        },
+    }
+}
+
+/// The device used when the command line names none: the Linux DRM node when an
+/// `opendla` node exists, else the in-process virtual platform.
+pub fn default_device() -> DeviceKind {
+    if nvdla_port::linux::find_node().is_some() {
+        DeviceKind::Linux
+    } else {
+        DeviceKind::Vp
     }
 }
 
