@@ -115,35 +115,28 @@ fn sext(v: u64, bits: u32) -> i64 {
     ((v << s) as i64) >> s
 }
 
-/// Reduces carry-save operands three at a time, in the order of the MAC cell's adder
-/// tree: each pass compresses consecutive triples into (sum, carry) pairs and moves the
-/// leftovers down, until two vectors remain.
+/// One carry-save adder: (sum, carry << 1).
 #[inline(always)]
-fn csa_reduce(v: &mut [u32], mut n: usize) {
-    while n >= 3 {
-        let groups = n / 3;
-        for j in 0..groups {
-            let (a, b, c) = (v[3 * j], v[3 * j + 1], v[3 * j + 2]);
-            v[2 * j] = a ^ b ^ c;
-            v[2 * j + 1] = ((a & b) | (b & c) | (a & c)) << 1;
-        }
-        for j in groups * 3..n {
-            v[j - groups] = v[j];
-        }
-        n -= groups;
-    }
+fn csa(a: u32, b: u32, c: u32) -> (u32, u32) {
+    (a ^ b ^ c, ((a & b) | (b & c) | (a & c)) << 1)
+}
+
+/// Reduces five rows as the MAC cell's adder tree does: each pass compresses the first
+/// three rows into (sum, carry) and keeps the rest after them.
+#[inline(always)]
+fn csa5(v: [u32; 5]) -> (u32, u32) {
+    let (s, c) = csa(v[0], v[1], v[2]);
+    let (s, c) = csa(s, c, v[3]);
+    csa(s, c, v[4])
 }
 
 /// Sign-compensation constant added after shifting the two carry-save vectors right by
-/// `shift` (a multiple of 4 up to 28; larger shifts leave nothing).
+/// `shift` (a multiple of 4 up to 28; none beyond): `0xaaab_0000` shifted in ones from
+/// the top, with the low bit of the shifted-out part kept for shifts past 16.
 #[inline(always)]
 fn sign_comp(shift: u32) -> u32 {
     match shift {
-        0 => 0xaaab_0000,
-        4 => 0xfaaa_b000,
-        8 => 0xffaa_ab00,
-        12 => 0xfffa_aab0,
-        16 => 0xffff_aaab,
+        0..=16 => ((0xaaab_0000u32 as i32) >> shift) as u32,
         20 => 0xffff_faab,
         24 => 0xffff_ffab,
         28 => 0xffff_fffb,
@@ -151,80 +144,143 @@ fn sign_comp(shift: u32) -> u32 {
     }
 }
 
-/// Aligned product of two pre-shifted mantissas as the MAC cell's Booth multiplier
-/// computes it: `±(w * d) >> shift`, truncated per carry-save vector.
+/// Booth digit of code `0..8` (three overlapping multiplier bits): magnitude 0, 1 or 2
+/// and whether the partial product is negated.
+const BOOTH_MAG: [u32; 8] = [0, 1, 1, 2, 2, 1, 1, 0];
+const BOOTH_NEG: [u32; 8] = [0, 0, 0, 0, 1, 1, 1, 0];
+
+/// Aligned product of two pre-shifted mantissas as the MAC cell's radix-4 Booth
+/// multiplier computes it: `±(w * d) >> shift`, where the two carry-save vectors are
+/// truncated separately before the final add (so the result is the floor of the exact
+/// aligned product or one less).
 #[inline]
 pub fn booth_product(negative: bool, w: u32, d: u32, shift: u32) -> i32 {
     if shift >= 32 {
         return 0;
     }
     let flip = if negative { 7 } else { 0 };
-    let mut wm = w << 1;
+    let wm = w << 1;
     let mut pp = [0u32; 8];
     let mut inv = [0u32; 8];
     for i in 0..8 {
-        let code = (wm & 7) ^ flip;
-        wm >>= 2;
-        let (p, n) = match code {
-            1 | 2 => (d | 0x1_0000, 0),
-            3 => ((d << 1) | 0x1_0000, 0),
-            4 => (!(d << 1) & 0xffff, 1),
-            5 | 6 => (!d & 0xffff, 1),
-            _ => (0x1_0000, 0),
-        };
-        pp[i] = p;
-        inv[i] = n;
+        let code = (((wm >> (2 * i)) & 7) ^ flip) as usize;
+        let mag = BOOTH_MAG[code];
+        let neg = BOOTH_NEG[code];
+        // d, 2d or 0; a negated row is the 16-bit complement, a positive one carries
+        // the sign-extension one at bit 16.
+        let v = ((d << mag) >> 1) & 0u32.wrapping_sub(mag.min(1));
+        pp[i] = (v ^ (neg.wrapping_neg() & 0xffff)) | ((1 - neg) << 16);
+        inv[i] = neg;
     }
-    // Ten rows: Booth rows with the inversion "+1" of the previous row tucked in.
-    let mut v = [
+    let (a0, a1) = csa5([
         pp[0],
         (pp[1] << 2) | inv[0],
         (pp[2] << 4) | (inv[1] << 2),
         (pp[3] << 6) | (inv[2] << 4),
         inv[3] << 6,
+    ]);
+    let (b0, b1) = csa5([
         pp[4] << 8,
         (pp[5] << 10) | (inv[4] << 8),
         (pp[6] << 12) | (inv[5] << 10),
         (pp[7] << 14) | (inv[6] << 12),
         inv[7] << 14,
-    ];
-    csa_reduce(&mut v[0..5], 5);
-    csa_reduce(&mut v[5..10], 5);
-    v[2] = v[5];
-    v[3] = v[6];
-    csa_reduce(&mut v[0..4], 4);
-    let s = (v[0] >> shift)
-        .wrapping_add(v[1] >> shift)
+    ]);
+    let (s, c) = csa(a0, a1, b0);
+    let (p0, p1) = csa(s, c, b1);
+    let r = (p0 >> shift)
+        .wrapping_add(p1 >> shift)
         .wrapping_add(sign_comp(shift));
-    s as i32
+    r as i32
 }
 
-/// One MAC cell on one block of lanes (`d` data, `w` weights, same length).
-/// `nan` is the NaN marker when an operand lane is NaN (see [`block_nan`]).
+/// Decoded operand lanes of one MAC operation, as parallel arrays.
+#[derive(Debug, Default, Clone)]
+pub struct Lanes {
+    /// Coarse exponents.
+    pub coarse: Vec<u32>,
+    /// Pre-shifted mantissas.
+    pub mts: Vec<u32>,
+    /// Sign bits.
+    pub sign: Vec<u32>,
+    /// 1 when the lane is non-zero.
+    pub act: Vec<u32>,
+}
+
+impl Lanes {
+    /// Removes every lane.
+    pub fn clear(&mut self) {
+        self.coarse.clear();
+        self.mts.clear();
+        self.sign.clear();
+        self.act.clear();
+    }
+
+    /// Appends the lane of an fp16 bit pattern.
+    #[inline]
+    pub fn push(&mut self, h: u16) {
+        let l = F16Lane::decode(h);
+        self.coarse.push(u32::from(l.coarse));
+        self.mts.push(u32::from(l.mts));
+        self.sign.push(u32::from(l.sign));
+        self.act.push(u32::from(l.active));
+    }
+
+    /// Number of lanes.
+    pub fn len(&self) -> usize {
+        self.act.len()
+    }
+
+    /// No lanes.
+    pub fn is_empty(&self) -> bool {
+        self.act.is_empty()
+    }
+}
+
+/// One MAC cell on one block of lanes (data `d`, weights `w`).
 #[inline]
-pub fn mac_f16_block(d: &[F16Lane], w: &[F16Lane]) -> MacF16 {
+pub fn mac_f16(d: &Lanes, w: &Lanes) -> MacF16 {
+    let n = d.len().min(w.len());
+    let (dc, wc) = (&d.coarse[..n], &w.coarse[..n]);
+    let (da, wa) = (&d.act[..n], &w.act[..n]);
+    let (dm, wm) = (&d.mts[..n], &w.mts[..n]);
+    let (ds, ws) = (&d.sign[..n], &w.sign[..n]);
     let mut max = 0u32;
-    for (a, b) in d.iter().zip(w) {
-        if a.active && b.active {
-            max = max.max(u32::from(a.coarse) + u32::from(b.coarse));
-        }
+    for i in 0..n {
+        max = max.max((dc[i] + wc[i]) & (da[i] & wa[i]).wrapping_neg());
     }
     let mut sum: i64 = 0;
-    for (a, b) in d.iter().zip(w) {
-        if a.active && b.active {
-            let shift = (max - (u32::from(a.coarse) + u32::from(b.coarse))) * 4;
-            sum += i64::from(booth_product(
-                a.sign ^ b.sign,
-                u32::from(b.mts),
-                u32::from(a.mts),
-                shift,
-            ));
+    for i in 0..n {
+        if da[i] & wa[i] == 0 {
+            continue;
         }
+        let shift = (max - dc[i] - wc[i]) * 4;
+        let neg = ds[i] != ws[i];
+        let v = if shift == 0 {
+            // The Booth result is exact when nothing is shifted out.
+            let p = (dm[i] * wm[i]) as i32;
+            if neg {
+                -p
+            } else {
+                p
+            }
+        } else {
+            booth_product(neg, wm[i], dm[i], shift)
+        };
+        sum += i64::from(v);
     }
     MacF16 {
         exp: (max * 4) as u8,
         mant: sext(sum as u64, 38),
     }
+}
+
+/// [`mac_f16`] on fp16 bit patterns.
+pub fn mac_f16_block(d: &[u16], w: &[u16]) -> MacF16 {
+    let (mut a, mut b) = (Lanes::default(), Lanes::default());
+    d.iter().for_each(|&h| a.push(h));
+    w.iter().for_each(|&h| b.push(h));
+    mac_f16(&a, &b)
 }
 
 /// The NaN marker of a block, if any operand is NaN: the first NaN weight lane, else
@@ -427,6 +483,109 @@ mod tests {
         sign | ((e as u16) << 10) | m
     }
 
+    // The MAC cell's multiplier written the way the C model spells it (match on the
+    // Booth code, generic 3:2 reduction, the constant table), as an oracle for the
+    // branch-free version.
+    fn csa_reduce(v: &mut [u32], mut n: usize) {
+        while n >= 3 {
+            let groups = n / 3;
+            for j in 0..groups {
+                let (a, b, c) = (v[3 * j], v[3 * j + 1], v[3 * j + 2]);
+                v[2 * j] = a ^ b ^ c;
+                v[2 * j + 1] = ((a & b) | (b & c) | (a & c)) << 1;
+            }
+            for j in groups * 3..n {
+                v[j - groups] = v[j];
+            }
+            n -= groups;
+        }
+    }
+    fn sign_comp_table(shift: u32) -> u32 {
+        match shift {
+            0 => 0xaaab_0000,
+            4 => 0xfaaa_b000,
+            8 => 0xffaa_ab00,
+            12 => 0xfffa_aab0,
+            16 => 0xffff_aaab,
+            20 => 0xffff_faab,
+            24 => 0xffff_ffab,
+            28 => 0xffff_fffb,
+            _ => 0,
+        }
+    }
+    fn booth_literal(negative: bool, w: u32, d: u32, shift: u32) -> i32 {
+        if shift >= 32 {
+            return 0;
+        }
+        let flip = if negative { 7 } else { 0 };
+        let mut wm = w << 1;
+        let mut pp = [0u32; 8];
+        let mut inv = [0u32; 8];
+        for i in 0..8 {
+            let code = (wm & 7) ^ flip;
+            wm >>= 2;
+            let (p, n) = match code {
+                1 | 2 => (d | 0x1_0000, 0),
+                3 => ((d << 1) | 0x1_0000, 0),
+                4 => (!(d << 1) & 0xffff, 1),
+                5 | 6 => (!d & 0xffff, 1),
+                _ => (0x1_0000, 0),
+            };
+            pp[i] = p;
+            inv[i] = n;
+        }
+        // Ten rows: Booth rows with the inversion "+1" of the previous row tucked in.
+        let mut v = [
+            pp[0],
+            (pp[1] << 2) | inv[0],
+            (pp[2] << 4) | (inv[1] << 2),
+            (pp[3] << 6) | (inv[2] << 4),
+            inv[3] << 6,
+            pp[4] << 8,
+            (pp[5] << 10) | (inv[4] << 8),
+            (pp[6] << 12) | (inv[5] << 10),
+            (pp[7] << 14) | (inv[6] << 12),
+            inv[7] << 14,
+        ];
+        csa_reduce(&mut v[0..5], 5);
+        csa_reduce(&mut v[5..10], 5);
+        v[2] = v[5];
+        v[3] = v[6];
+        csa_reduce(&mut v[0..4], 4);
+        let s = (v[0] >> shift)
+            .wrapping_add(v[1] >> shift)
+            .wrapping_add(sign_comp_table(shift));
+        s as i32
+    }
+
+    #[test]
+    fn booth_matches_literal_form() {
+        let mut s = 4242u32;
+        for _ in 0..200_000 {
+            s = s.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            let w = (s >> 2) & 0x3fff;
+            s = s.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            let d = (s >> 2) & 0x3fff;
+            let neg = s & 1 == 1;
+            let sh = ((s >> 1) % 9) * 4;
+            assert_eq!(booth_product(neg, w, d, sh), booth_literal(neg, w, d, sh), "{w} {d} {sh}");
+        }
+    }
+
+    #[test]
+    fn booth_is_exact_without_shift_random() {
+        let mut s = 777u32;
+        for _ in 0..50000 {
+            s = s.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            let w = (s >> 2) & 0x3fff;
+            s = s.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            let d = (s >> 2) & 0x3fff;
+            let p = (w * d) as i32;
+            assert_eq!(booth_product(false, w, d, 0), p);
+            assert_eq!(booth_product(true, w, d, 0), -p);
+        }
+    }
+
     #[test]
     fn booth_is_exact_without_shift() {
         for &(w, d) in &[
@@ -462,8 +621,8 @@ mod tests {
     #[test]
     fn block_of_simple_values() {
         // 1.5 * 2 + (-0.5) * 4 = 1.0
-        let d = [h(1.5), h(-0.5), 0, h(3.0)].map(F16Lane::decode);
-        let w = [h(2.0), h(4.0), h(7.0), 0].map(F16Lane::decode);
+        let d = [h(1.5), h(-0.5), 0, h(3.0)];
+        let w = [h(2.0), h(4.0), h(7.0), 0];
         let r = mac_f16_block(&d, &w);
         let acc = Fp48::default().accumulate(r);
         assert_eq!(f32v(acc.to_f32_bits()), 1.0);
@@ -476,7 +635,7 @@ mod tests {
         for i in 0..50 {
             let a = (i as f32 - 20.0) * 0.25;
             let b = 3.0 - i as f32 * 0.125;
-            let r = mac_f16_block(&[F16Lane::decode(h(a))], &[F16Lane::decode(h(b))]);
+            let r = mac_f16_block(&[h(a)], &[h(b)]);
             acc = acc.accumulate(r);
             want += a * b;
         }

@@ -12,7 +12,7 @@
 //! the inner loop is a contiguous multiply-add that LLVM vectorises. fp16 follows the
 //! operation order exactly through [`super::arith`].
 
-use super::arith::{acc48_add, block_nan, cacc_int_out, mac_f16_block, F16Lane, Fp48, MacF16};
+use super::arith::{acc48_add, block_nan, cacc_int_out, mac_f16, Fp48, Lanes, MacF16};
 use super::cdma::{InputCube, Weights};
 use crate::engines::{check_cube, EngineError, Precision};
 
@@ -273,8 +273,32 @@ fn conv_int_ordered(g: &Geom, input: &InputCube, w: &Weights) -> Vec<i64> {
 
 /// Decoded weight lanes of one MAC operation of one kernel.
 struct WOp {
-    lanes: Vec<F16Lane>,
+    lanes: Lanes,
     nan: Option<MacF16>,
+}
+
+/// Splits `0..n` over the available cores and runs `f` on each part (results in order).
+fn par_ranges<T: Send>(n: usize, f: impl Fn(std::ops::Range<usize>) -> T + Sync) -> Vec<T> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |t| t.get())
+        .min(n)
+        .max(1);
+    if threads == 1 {
+        return vec![f(0..n)];
+    }
+    let per = n.div_ceil(threads);
+    std::thread::scope(|s| {
+        let hs: Vec<_> = (0..threads)
+            .map(|t| {
+                let r = (t * per).min(n)..((t + 1) * per).min(n);
+                let f = &f;
+                s.spawn(move || f(r))
+            })
+            .collect();
+        hs.into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    })
 }
 
 fn conv_fp16(g: &Geom, input: &InputCube, w: &Weights) -> AccOut {
@@ -282,7 +306,7 @@ fn conv_fp16(g: &Geom, input: &InputCube, w: &Weights) -> AccOut {
     let (ow, oh) = (g.out_w, g.out_h);
     // Weight lanes per (kernel, operation), decoded once.
     let mut wops: Vec<WOp> = Vec::with_capacity(g.k * ops.len());
-    let mut raw = Vec::with_capacity(g.lanes);
+    let mut raw: Vec<u16> = Vec::with_capacity(g.lanes);
     for k in 0..g.k {
         for op in &ops {
             raw.clear();
@@ -291,41 +315,60 @@ fn conv_fp16(g: &Geom, input: &InputCube, w: &Weights) -> AccOut {
                     raw.push(w.data[((k * g.in_c + c) * g.r + seg.r) * g.s + seg.s] as u16);
                 }
             }
+            let mut lanes = Lanes::default();
+            raw.iter().for_each(|&h| lanes.push(h));
             wops.push(WOp {
-                lanes: raw.iter().map(|&h| F16Lane::decode(h)).collect(),
+                lanes,
                 nan: block_nan(&[], &raw),
             });
         }
     }
     let mut out = vec![0i64; input.batches * g.k * oh * ow];
-    let mut acc = vec![Fp48::default(); g.k];
-    let mut dl: Vec<F16Lane> = Vec::with_capacity(g.lanes);
     for b in 0..input.batches {
-        for oy in 0..oh {
-            for ox in 0..ow {
-                acc.fill(Fp48::default());
-                for (oi, op) in ops.iter().enumerate() {
-                    raw.clear();
-                    for seg in op {
-                        let (x, y) = in_coord(g, ox, oy, seg);
-                        for c in seg.c0..seg.c0 + seg.n {
-                            raw.push(data_at(g, input, b, c, y, x) as u16);
+        // Output rows in parallel; each output is independent and follows CACC order.
+        let parts = par_ranges(oh, |rows| {
+            let mut part = vec![0u32; rows.len() * ow * g.k];
+            let mut acc = vec![Fp48::default(); g.k];
+            let mut raw: Vec<u16> = Vec::with_capacity(g.lanes);
+            let mut dl = Lanes::default();
+            for (ri, oy) in rows.clone().enumerate() {
+                for ox in 0..ow {
+                    acc.fill(Fp48::default());
+                    for (oi, op) in ops.iter().enumerate() {
+                        raw.clear();
+                        for seg in op {
+                            let (x, y) = in_coord(g, ox, oy, seg);
+                            for c in seg.c0..seg.c0 + seg.n {
+                                raw.push(data_at(g, input, b, c, y, x) as u16);
+                            }
+                        }
+                        let dnan = block_nan(&raw, &[]);
+                        dl.clear();
+                        raw.iter().for_each(|&h| dl.push(h));
+                        for (k, a) in acc.iter_mut().enumerate() {
+                            let wop = &wops[k * ops.len() + oi];
+                            let r = match (wop.nan, dnan) {
+                                (Some(n), _) | (None, Some(n)) => n,
+                                (None, None) => mac_f16(&dl, &wop.lanes),
+                            };
+                            *a = a.accumulate(r);
                         }
                     }
-                    let dnan = block_nan(&raw, &[]);
-                    dl.clear();
-                    dl.extend(raw.iter().map(|&h| F16Lane::decode(h)));
-                    for (k, a) in acc.iter_mut().enumerate() {
-                        let wop = &wops[k * ops.len() + oi];
-                        let r = match (wop.nan, dnan) {
-                            (Some(n), _) | (None, Some(n)) => n,
-                            (None, None) => mac_f16_block(&dl, &wop.lanes),
-                        };
-                        *a = a.accumulate(r);
+                    for (k, a) in acc.iter().enumerate() {
+                        part[(k * rows.len() + ri) * ow + ox] = a.to_f32_bits();
                     }
                 }
-                for (k, a) in acc.iter().enumerate() {
-                    out[((b * g.k + k) * oh + oy) * ow + ox] = i64::from(a.to_f32_bits());
+            }
+            (rows, part)
+        });
+        for (rows, part) in parts {
+            let n = rows.len();
+            for k in 0..g.k {
+                for (ri, oy) in rows.clone().enumerate() {
+                    let dst = &mut out[((b * g.k + k) * oh + oy) * ow..][..ow];
+                    for (d, &v) in dst.iter_mut().zip(&part[(k * n + ri) * ow..][..ow]) {
+                        *d = i64::from(v);
+                    }
                 }
             }
         }
