@@ -228,8 +228,16 @@ fn setup(prec: Precision, input: &[i32], weights: &[i32]) -> Result<Vp, String> 
         ("CSC", "D_DATAIN_SIZE_EXT_1", C as u32 - 1),
         ("CSC", "D_ENTRY_PER_SLICE", entries - 1),
         ("CSC", "D_WEIGHT_FORMAT", 0),
-        ("CSC", "D_WEIGHT_SIZE_EXT_0", ((R as u32 - 1) << 16) | (R as u32 - 1)),
-        ("CSC", "D_WEIGHT_SIZE_EXT_1", ((K as u32 - 1) << 16) | (C as u32 - 1)),
+        (
+            "CSC",
+            "D_WEIGHT_SIZE_EXT_0",
+            ((R as u32 - 1) << 16) | (R as u32 - 1),
+        ),
+        (
+            "CSC",
+            "D_WEIGHT_SIZE_EXT_1",
+            ((K as u32 - 1) << 16) | (C as u32 - 1),
+        ),
         ("CSC", "D_WEIGHT_BYTES", bytes as u32),
         ("CSC", "D_DATAOUT_SIZE_0", wh),
         ("CSC", "D_DATAOUT_SIZE_1", K as u32 - 1),
@@ -264,7 +272,11 @@ fn setup(prec: Precision, input: &[i32], weights: &[i32]) -> Result<Vp, String> 
         (
             "SDP",
             "D_CVT_SHIFT",
-            if prec == Precision::Int8 { INT8_SHIFT } else { 0 },
+            if prec == Precision::Int8 {
+                INT8_SHIFT
+            } else {
+                0
+            },
         ),
     ];
     for &(b, r, v) in regs {

@@ -58,6 +58,7 @@ pub struct Vp {
     log_regs: bool,
     pending: bool,
     cbuf: conv::Cbuf,
+    flush_polled: bool,
     /// Done interrupts raised but not yet visible in GLB (see [`Vp::raise`]).
     deferred: std::collections::VecDeque<(IntrSource, usize)>,
 }
@@ -144,6 +145,7 @@ impl Vp {
             log_regs: false,
             pending: false,
             cbuf: conv::Cbuf::default(),
+            flush_polled: false,
             deferred: Default::default(),
         }
     }
@@ -247,13 +249,17 @@ impl Vp {
                 return self.glb.status() & reg.rmask;
             }
             (Block::Glb, "S_INTR_MASK") => return self.glb.mask() & reg.rmask,
-            // v2 flushes the convolution buffer after reset and reports FLUSH_DONE
-            // (v2 traces poll it for 1 before the first layer); v1 reads back the
-            // reset value 0 (v1 googlenet_conv2_3x3_int16 register test).
-            (Block::Cdma, "S_CBUF_FLUSH_STATUS")
-                if self.cfg.version == crate::config::HwVersion::V2 =>
-            {
-                return 1
+            // The convolution buffer is flushed after reset. v2 reports FLUSH_DONE at
+            // once (v2 traces poll it for 1 before the first layer); on v1 the flush
+            // is still running at the first read (v1 googlenet_conv2_3x3_int16 reads
+            // 0) and done by the next, so firmware polling it before its first
+            // convolution layer sees it complete.
+            (Block::Cdma, "S_CBUF_FLUSH_STATUS") => {
+                if self.cfg.version == crate::config::HwVersion::V2 || self.flush_polled {
+                    return 1;
+                }
+                self.flush_polled = true;
+                return 0;
             }
             (Block::Bdma, "STATUS") => {
                 // FREE_SLOT[7:0], IDLE[8]; operations complete at launch, so always idle.

@@ -568,7 +568,11 @@ mod tests {
             let d = (s >> 2) & 0x3fff;
             let neg = s & 1 == 1;
             let sh = ((s >> 1) % 9) * 4;
-            assert_eq!(booth_product(neg, w, d, sh), booth_literal(neg, w, d, sh), "{w} {d} {sh}");
+            assert_eq!(
+                booth_product(neg, w, d, sh),
+                booth_literal(neg, w, d, sh),
+                "{w} {d} {sh}"
+            );
         }
     }
 
