@@ -142,7 +142,6 @@ fn setup(prec: Precision, input: &[i32], weights: &[i32]) -> Result<Vp, String> 
     let cfg = HwConfig::nv_full();
     let mut vp = Vp::new(cfg.clone());
     let atom = cfg.memory_atomic;
-    let cpa = (atom / prec.bytes()) as usize;
     let line = u64::from(atom) * W as u64;
     let layout = |base, c| CubeLayout {
         ram: RamType::Dram,
@@ -196,8 +195,6 @@ fn setup(prec: Precision, input: &[i32], weights: &[i32]) -> Result<Vp, String> 
     let data_banks = (entries * H as u32).div_ceil(per_bank);
     let bank = (data_banks - 1) | ((cfg.cbuf_banks - data_banks - 1) << 16);
     let wh = ((H as u32 - 1) << 16) | (W as u32 - 1);
-    let surfaces = C.div_ceil(cpa) as u64;
-    let _ = surfaces;
     let regs: &[(&str, &str, u32)] = &[
         ("CDMA", "D_MISC_CFG", (p << 8) | (p << 12)),
         ("CDMA", "D_DATAIN_FORMAT", 0),

@@ -593,3 +593,98 @@ fn decompress(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pixel_components_come_out_in_rgba_order() {
+        // One pixel with bytes 10, 20, 30, 40 in memory.
+        let p0 = [10u8, 20, 30, 40];
+        let get = |code: u32| -> Vec<i64> {
+            let pf = pixel_format(code).unwrap();
+            (0..4)
+                .map(|i| component(&pf, &p0, &[], 0, i, false).1)
+                .collect()
+        };
+        assert_eq!(get(12), [10, 20, 30, 40]); // A8B8G8R8: R first in memory
+        assert_eq!(get(13), [30, 20, 10, 40]); // A8R8G8B8: B first
+        assert_eq!(get(14), [20, 30, 40, 10]); // B8G8R8A8: A first
+        assert_eq!(get(15), [40, 30, 20, 10]); // R8G8B8A8: A first, R last
+                                               // A2B10G10R10: R in bits 0..9, scaled to 16 bits.
+        let word = (3u32 << 30) | (0x3ff << 20) | (0x155 << 10) | 1;
+        let pf = pixel_format(20).unwrap();
+        let c: Vec<i64> = (0..4)
+            .map(|i| component(&pf, &word.to_le_bytes(), &[], 0, i, false).1)
+            .collect();
+        assert_eq!(c, [1 << 6, 0x155 << 6, 0x3ff << 6, 3 << 14]);
+        // Sign override reads 8-bit components as signed.
+        let pf = pixel_format(0).unwrap();
+        assert_eq!(component(&pf, &[200], &[], 0, 0, true).1, -56);
+        assert_eq!(component(&pf, &[200], &[], 0, 0, false).1, 200);
+        assert!(pixel_format(36).is_none());
+    }
+
+    #[test]
+    fn converter_subtracts_scales_rounds_and_saturates() {
+        let c = Converter {
+            enabled: true,
+            offset: 0,
+            scale: 3,
+            truncate: 2,
+        };
+        // (200 - 128) * 3 / 4 = 54
+        assert_eq!(c.convert(200, 128, Precision::Int8), 54);
+        // (1 - 0) * 3 / 4 = 0.75 -> 1; (-1) * 3 / 4 = -0.75 -> -1 (ties away from zero)
+        assert_eq!(c.convert(1, 0, Precision::Int8), 1);
+        assert_eq!(c.convert(-1, 0, Precision::Int8), -1);
+        assert_eq!(c.convert(255, -255, Precision::Int8), 127);
+        assert_eq!(c.convert(255, -255, Precision::Int16), 383);
+        // fp16 output: 54 -> 0x52c0
+        assert_eq!(c.convert(200, 128, Precision::Fp16), 0x52c0);
+    }
+
+    #[test]
+    fn image_pre_extension_takes_line_segments() {
+        // 2 lines of 4 pixels x 2 components (already padded).
+        let lines = ImageLines {
+            h: 2,
+            line_len: 8,
+            data: (0..16).collect(),
+        };
+        // Kernel 2 pixels wide (4 channels), stride 2: outputs at pixels 0 and 2.
+        let cube = image_as_cube(&lines, 2, 2, 2, 4).unwrap();
+        let at = |e: usize, y: usize, x: usize| cube.data[(e * 2 + y) * 2 + x];
+        assert_eq!([at(0, 0, 0), at(3, 0, 0)], [0, 3]);
+        assert_eq!([at(0, 0, 1), at(3, 0, 1)], [4, 7]);
+        assert_eq!([at(0, 1, 1), at(3, 1, 1)], [12, 15]);
+        // Past the line end reads the zero fill.
+        let cube = image_as_cube(&lines, 2, 3, 2, 4).unwrap();
+        assert_eq!(cube.data[(3 * 2) * 2 + 1], 0);
+    }
+
+    #[test]
+    fn weight_offsets_follow_the_group_block_position_kernel_order() {
+        // int8, 70 channels (blocks of 64 + 6), 2x1 kernel, 3 kernels in groups of 2.
+        let g = WeightGeom {
+            k: 3,
+            c: 70,
+            r: 2,
+            s: 1,
+            group: 2,
+            block: 64,
+            bpe: 1,
+            y_ext: 1,
+        };
+        assert_eq!(g.offset(0, 0, 0, 0), 0);
+        assert_eq!(g.offset(0, 1, 0, 0), 1);
+        assert_eq!(g.offset(1, 0, 0, 0), 64); // next kernel of the group
+        assert_eq!(g.offset(0, 0, 1, 0), 128); // next kernel position
+        assert_eq!(g.offset(0, 64, 0, 0), 256); // second channel block (6 wide)
+        assert_eq!(g.offset(1, 64, 0, 0), 262);
+        assert_eq!(g.offset(0, 64, 1, 0), 268);
+        assert_eq!(g.offset(2, 0, 0, 0), 2 * 140); // second group
+        assert_eq!(g.offset(2, 69, 1, 0), 3 * 140 - 1); // last byte
+    }
+}

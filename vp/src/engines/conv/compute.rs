@@ -64,6 +64,10 @@ pub struct AccOut {
     pub saturated: u32,
 }
 
+/// Largest layer the model computes (about a minute of work); larger valid programming
+/// is refused with [`EngineError::Unsupported`] rather than stalling the platform.
+pub const MAX_MACS: u64 = 1 << 38;
+
 /// One channel run of a MAC operation: kernel position and channels `c0..c0 + n`.
 #[derive(Debug, Clone, Copy)]
 struct Seg {
@@ -114,6 +118,15 @@ pub fn conv(
     truncate: u32,
 ) -> Result<AccOut, EngineError> {
     check_cube("CACC", g.out_w, g.out_h, g.k.saturating_mul(input.batches))?;
+    let macs = [g.out_w, g.out_h, g.k, input.batches, g.in_c, g.r, g.s]
+        .iter()
+        .try_fold(1u64, |a, &v| a.checked_mul(v as u64));
+    if macs.is_none_or(|m| m > MAX_MACS) {
+        return Err(EngineError::Unsupported {
+            block: "CSC",
+            msg: format!("layer exceeds the model's limit of {MAX_MACS} multiply-accumulates"),
+        });
+    }
     if prec == Precision::Fp16 {
         return Ok(conv_fp16(g, input, w));
     }

@@ -535,7 +535,7 @@ pub struct ConvOutput {
 
 /// Runs one layer: fetch (or reuse), convolve, accumulate.
 pub fn run(
-    cfg: &HwConfig,
+    _cfg: &HwConfig,
     layer: &Layer,
     cbuf: &mut Cbuf,
     mem: &Memory,
@@ -580,7 +580,6 @@ pub fn run(
     } else {
         cdma::fetch_weights(layer, &layer.wgeom, mem)?
     };
-    let _ = cfg;
     let acc = compute::conv(g, layer.prec, &input, &weights, layer.truncate)?;
     let per_batch = g.k * g.out_h * g.out_w;
     let cube = acc.data[..per_batch].to_vec();
