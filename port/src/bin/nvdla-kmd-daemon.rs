@@ -57,7 +57,11 @@ struct StderrLog;
 
 impl log::Log for StderrLog {
     fn enabled(&self, m: &log::Metadata<'_>) -> bool {
-        m.level() <= log::max_level()
+        // `-v` shows the daemon's own lines; the driver's per-operation lines need `-vv`.
+        m.level() <= log::Level::Warn
+            || (m.level() <= log::max_level()
+                && (log::max_level() >= log::LevelFilter::Debug
+                    || m.target().starts_with("nvdla_port")))
     }
     fn log(&self, r: &log::Record<'_>) {
         if self.enabled(r.metadata()) {
