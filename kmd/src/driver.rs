@@ -130,6 +130,18 @@ impl<O: KmdOs> Kmd<O> {
         self.bos.lookup(client, handle)
     }
 
+    /// Pins `client`'s buffer `handle` while something other than a submit uses its memory
+    /// (on Linux, a user-space mapping): until [`unpin_bo`](Self::unpin_bo), destroying it
+    /// answers `EBUSY`, so its memory is never reused under a live mapping.
+    pub fn pin_bo(&mut self, client: ClientId, handle: u32) -> Result<(), Error> {
+        self.bos.pin(client, handle)
+    }
+
+    /// Drops a pin taken by [`pin_bo`](Self::pin_bo).
+    pub fn unpin_bo(&mut self, client: ClientId, handle: u32) -> Result<(), Error> {
+        self.bos.unpin(client, handle)
+    }
+
     /// Frees every buffer of `client` (its file was closed). Returns how many could not be
     /// freed because a task still uses them.
     pub fn close_client(&mut self, client: ClientId) -> usize {

@@ -1,0 +1,864 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * nvdla.ko: the Linux glue of the Rust NVDLA driver.
+ *
+ * This file only does what needs Linux: it binds to an NVDLA (a device-tree platform device
+ * with upstream opendla's compatible strings, or the virtual platform's PCI bridge), maps
+ * its registers, takes its interrupt, allocates the coherent DMA memory every buffer object
+ * lives in, and exposes the opendla ioctls on a DRM render node. Every decision (buffer
+ * handles and ownership, submit validation, running tasks through the firmware scheduler,
+ * timeouts and reset, diagnosis) is in the Rust core (rust/, nvdla_glue.h).
+ *
+ * Locking: one mutex per device around every call into Rust, so the core is single-threaded.
+ * A submit holds it while its tasks run (the hardware runs one task at a time anyway); it
+ * is taken interruptibly so a process waiting behind a long submit can be killed.
+ *
+ * Interrupts: the NVDLA's GLB interrupt is level-triggered and its status is cleared by the
+ * firmware in process context, so the hard handler masks the line (disable_irq_nosync) and
+ * wakes the waiter; the next wait, the end of the submit, or a reset unmasks it.
+ *
+ * Memory: one dma_alloc_coherent() region per device (size: the mem_mb parameter; on a
+ * board, a reserved-memory node attached to the NVDLA node is used when present). Buffer
+ * objects are ranges of it, so a buffer's device address is the region's DMA address plus
+ * its offset. Only direct-mapped DMA (no IOMMU between the NVDLA and memory) is supported.
+ */
+
+#include <linux/module.h>
+#include <linux/version.h>
+#include <linux/platform_device.h>
+#include <linux/pci.h>
+#include <linux/of.h>
+#include <linux/of_reserved_mem.h>
+#include <linux/property.h>
+#include <linux/interrupt.h>
+#include <linux/dma-mapping.h>
+#include <linux/reset.h>
+#include <linux/slab.h>
+#include <linux/mm.h>
+#include <linux/idr.h>
+#include <linux/kref.h>
+#include <linux/wait.h>
+#include <linux/ktime.h>
+#include <linux/delay.h>
+#include <linux/uaccess.h>
+
+#include <drm/drm_device.h>
+#include <drm/drm_drv.h>
+#include <drm/drm_file.h>
+#include <drm/drm_ioctl.h>
+
+#include "nvdla_glue.h"
+
+#define DRIVER_NAME "nvdla"
+#define DRIVER_DESC "NVDLA deep learning accelerator (Rust driver core)"
+
+/* PCI identity of the virtual platform's bridge (vp/qemu/mmio-sock-pci.c). */
+#define NVDLA_VP_PCI_VENDOR 0x1234
+#define NVDLA_VP_PCI_DEVICE 0xd1a0
+/* The bridge's control BAR: write 1 at this offset to reset the device model. */
+#define NVDLA_VP_CTRL_BAR 1
+#define NVDLA_VP_CTRL_ID 0x00
+#define NVDLA_VP_CTRL_ID_MAGIC 0x4b434f53u
+#define NVDLA_VP_CTRL_RESET 0x0c
+
+static unsigned int mem_mb = 32;
+module_param(mem_mb, uint, 0444);
+MODULE_PARM_DESC(mem_mb, "MiB of DMA memory per device for buffer objects (default 32)");
+
+static bool debug;
+module_param(debug, bool, 0444);
+MODULE_PARM_DESC(debug, "Log the driver core's debug messages");
+
+static char *vp_hw = "nv_full";
+module_param(vp_hw, charp, 0444);
+MODULE_PARM_DESC(vp_hw, "Hardware configuration behind the PCI bridge: nv_full, nv_small, nv_large");
+
+/* Set when the Rust core panicked: its state can no longer be trusted. */
+static bool nvdla_poisoned;
+
+enum {
+	NVDLA_IRQ_MASKED, /* bit in irq_flags: the handler disabled the line */
+};
+
+struct nvdla_device {
+	struct drm_device drm;
+	struct device *dev;
+
+	void __iomem *regs;
+	resource_size_t regs_size;
+	void __iomem *ctrl; /* PCI bridge control page, or NULL */
+	struct reset_control *rst; /* optional reset line (device tree), or NULL */
+
+	int irq;
+	unsigned long irq_flags;
+	atomic_t irq_pending;
+	wait_queue_head_t irq_wq;
+	u32 intr_status; /* offset of GLB S_INTR_STATUS, from the core */
+
+	void *mem_cpu;
+	dma_addr_t mem_dma;
+	size_t mem_size;
+
+	struct mutex lock; /* serializes every call into the Rust core */
+	struct nvdla_rs *rs;
+	u32 hw;
+	struct ida clients;
+};
+
+struct nvdla_file {
+	u32 client;
+};
+
+/* A user mapping of one buffer object; holds the buffer's pin until the last VMA closes. */
+struct nvdla_mapping {
+	struct kref ref;
+	struct nvdla_device *nd;
+	u32 client;
+	u32 handle;
+};
+
+static inline struct nvdla_device *to_nvdla(struct drm_device *drm)
+{
+	return container_of(drm, struct nvdla_device, drm);
+}
+
+/* ---- services for the Rust core (nvdla_glue_*) ---- */
+
+int nvdla_glue_reg_read(void *ctx, u32 offset, u32 *value)
+{
+	struct nvdla_device *nd = ctx;
+
+	if (offset > nd->regs_size || nd->regs_size - offset < 4)
+		return -EINVAL;
+	*value = readl(nd->regs + offset);
+	return 0;
+}
+
+int nvdla_glue_reg_write(void *ctx, u32 offset, u32 value)
+{
+	struct nvdla_device *nd = ctx;
+
+	if (offset > nd->regs_size || nd->regs_size - offset < 4)
+		return -EINVAL;
+	writel(value, nd->regs + offset);
+	return 0;
+}
+
+/* The CPU address of device range [addr, addr + len), or NULL if it is not all ours. */
+static void *nvdla_mem_ptr(struct nvdla_device *nd, u64 addr, size_t len)
+{
+	u64 off;
+
+	if (addr < nd->mem_dma)
+		return NULL;
+	off = addr - nd->mem_dma;
+	if (off > nd->mem_size || len > nd->mem_size - off)
+		return NULL;
+	return (u8 *)nd->mem_cpu + off;
+}
+
+int nvdla_glue_mem_read(void *ctx, u64 addr, u8 *buf, size_t len)
+{
+	void *p = nvdla_mem_ptr(ctx, addr, len);
+
+	if (!p)
+		return -EFAULT;
+	memcpy(buf, p, len);
+	return 0;
+}
+
+int nvdla_glue_mem_write(void *ctx, u64 addr, const u8 *buf, size_t len)
+{
+	void *p = nvdla_mem_ptr(ctx, addr, len);
+
+	if (!p)
+		return -EFAULT;
+	memcpy(p, buf, len);
+	return 0;
+}
+
+u64 nvdla_glue_now_ms(void *ctx)
+{
+	return div_u64(ktime_get_ns(), NSEC_PER_MSEC);
+}
+
+static void nvdla_irq_unmask(struct nvdla_device *nd)
+{
+	if (test_and_clear_bit(NVDLA_IRQ_MASKED, &nd->irq_flags))
+		enable_irq(nd->irq);
+}
+
+int nvdla_glue_wait_irq(void *ctx, u64 deadline_ms, bool forever)
+{
+	struct nvdla_device *nd = ctx;
+	long ret;
+
+	nvdla_irq_unmask(nd);
+	if (forever) {
+		/* Killable: a task without a timeout must not make its process unkillable. */
+		if (wait_event_killable(nd->irq_wq, atomic_read(&nd->irq_pending)))
+			return 0;
+	} else {
+		u64 now = nvdla_glue_now_ms(nd);
+		u64 left = deadline_ms > now ? deadline_ms - now : 0;
+		unsigned long timeout = msecs_to_jiffies(min_t(u64, left, INT_MAX));
+
+		ret = wait_event_killable_timeout(nd->irq_wq, atomic_read(&nd->irq_pending),
+						  timeout);
+		if (ret <= 0 && !atomic_read(&nd->irq_pending))
+			return 0;
+	}
+	atomic_set(&nd->irq_pending, 0);
+	return 1;
+}
+
+void nvdla_glue_reset(void *ctx)
+{
+	struct nvdla_device *nd = ctx;
+
+	if (nd->ctrl) {
+		writel(1, nd->ctrl + NVDLA_VP_CTRL_RESET);
+	} else if (nd->rst) {
+		reset_control_assert(nd->rst);
+		udelay(10);
+		reset_control_deassert(nd->rst);
+	}
+	/* Without a reset line the firmware's own cleanup (groups released) is all we have. */
+	atomic_set(&nd->irq_pending, 0);
+	nvdla_irq_unmask(nd);
+}
+
+void *nvdla_glue_alloc(size_t size, size_t align)
+{
+	/*
+	 * kmalloc aligns power-of-two sizes naturally and everything to ARCH_KMALLOC_MINALIGN;
+	 * vmalloc (kvmalloc's fallback) to pages.
+	 */
+	if (align > PAGE_SIZE)
+		return NULL;
+	if (align > ARCH_KMALLOC_MINALIGN)
+		size = roundup_pow_of_two(max(size, align));
+	return kvmalloc(size, GFP_KERNEL);
+}
+
+void nvdla_glue_free(void *ptr)
+{
+	kvfree(ptr);
+}
+
+void nvdla_glue_log(u32 level, const u8 *msg, size_t len)
+{
+	int n = (int)min_t(size_t, len, 512);
+
+	switch (level) {
+	case 1:
+		pr_err(DRIVER_NAME ": %.*s\n", n, msg);
+		break;
+	case 2:
+		pr_warn(DRIVER_NAME ": %.*s\n", n, msg);
+		break;
+	case 3:
+		pr_info(DRIVER_NAME ": %.*s\n", n, msg);
+		break;
+	default:
+		pr_debug(DRIVER_NAME ": %.*s\n", n, msg);
+		/* pr_debug is compiled out without DYNAMIC_DEBUG; the debug parameter wins. */
+		if (debug)
+			pr_info(DRIVER_NAME ": %.*s\n", n, msg);
+		break;
+	}
+}
+
+void __noreturn nvdla_glue_panic(const u8 *msg, size_t len)
+{
+	WRITE_ONCE(nvdla_poisoned, true);
+	pr_crit(DRIVER_NAME ": driver core panicked: %.*s\n", (int)min_t(size_t, len, 512), msg);
+	pr_crit(DRIVER_NAME ": the device is disabled until the module is reloaded\n");
+	BUG();
+}
+
+/* ---- interrupt ---- */
+
+static irqreturn_t nvdla_irq(int irq, void *data)
+{
+	struct nvdla_device *nd = data;
+
+	/* Shared legacy line: not ours if nothing is pending in the NVDLA. */
+	if (nd->intr_status + 4 <= nd->regs_size && !readl(nd->regs + nd->intr_status))
+		return IRQ_NONE;
+	if (!test_and_set_bit(NVDLA_IRQ_MASKED, &nd->irq_flags))
+		disable_irq_nosync(irq);
+	atomic_set(&nd->irq_pending, 1);
+	wake_up(&nd->irq_wq);
+	return IRQ_HANDLED;
+}
+
+/* ---- ioctls ---- */
+
+static int nvdla_lock(struct nvdla_device *nd)
+{
+	if (READ_ONCE(nvdla_poisoned))
+		return -EIO;
+	if (mutex_lock_interruptible(&nd->lock))
+		return -ERESTARTSYS;
+	if (!nd->rs) {
+		mutex_unlock(&nd->lock);
+		return -ENODEV;
+	}
+	return 0;
+}
+
+static int nvdla_ioctl_gem_create(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	struct nvdla_device *nd = to_nvdla(drm);
+	struct nvdla_file *nf = file->driver_priv;
+	struct nvdla_gem_create_args *args = data;
+	u32 handle;
+	u64 iova, len;
+	void *p;
+	int ret;
+
+	ret = nvdla_lock(nd);
+	if (ret)
+		return ret;
+	ret = nvdla_rs_gem_create(nd->rs, nf->client, args->size, args->flags, &handle, &iova,
+				  &len);
+	if (!ret) {
+		/* Buffers are zero-filled: no stale data of a previous owner leaks. */
+		p = nvdla_mem_ptr(nd, iova, len);
+		if (p) {
+			memset(p, 0, len);
+			args->handle = handle;
+		} else {
+			nvdla_rs_gem_destroy(nd->rs, nf->client, handle);
+			ret = -ENOMEM;
+		}
+	}
+	mutex_unlock(&nd->lock);
+	return ret;
+}
+
+static int nvdla_ioctl_gem_mmap(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	struct nvdla_device *nd = to_nvdla(drm);
+	struct nvdla_file *nf = file->driver_priv;
+	struct nvdla_gem_map_offset_args *args = data;
+	u64 offset;
+	int ret;
+
+	if (args->reserved)
+		return -EINVAL;
+	ret = nvdla_lock(nd);
+	if (ret)
+		return ret;
+	ret = nvdla_rs_gem_mmap(nd->rs, nf->client, args->handle, &offset);
+	if (!ret)
+		args->offset = offset;
+	mutex_unlock(&nd->lock);
+	return ret;
+}
+
+static int nvdla_ioctl_gem_destroy(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	struct nvdla_device *nd = to_nvdla(drm);
+	struct nvdla_file *nf = file->driver_priv;
+	struct nvdla_gem_destroy_args *args = data;
+	int ret;
+
+	ret = nvdla_lock(nd);
+	if (ret)
+		return ret;
+	ret = nvdla_rs_gem_destroy(nd->rs, nf->client, args->handle);
+	mutex_unlock(&nd->lock);
+	return ret;
+}
+
+static int nvdla_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file)
+{
+	struct nvdla_device *nd = to_nvdla(drm);
+	struct nvdla_file *nf = file->driver_priv;
+	struct nvdla_submit_args *args = data;
+	struct nvdla_ioctl_submit_task *utasks;
+	struct nvdla_rs_task *tasks;
+	struct nvdla_mem_handle *list;
+	unsigned int i, copied = 0;
+	int ret;
+
+	/* Cheapest first: header fields, then each count, before copying anything big. */
+	ret = nvdla_rs_check_submit(args->num_tasks, args->flags, args->version);
+	if (ret)
+		return ret;
+
+	utasks = kvmalloc_array(args->num_tasks, sizeof(*utasks), GFP_KERNEL);
+	tasks = kvcalloc(args->num_tasks, sizeof(*tasks), GFP_KERNEL);
+	if (!utasks || !tasks) {
+		ret = -ENOMEM;
+		goto free_tasks;
+	}
+	if (copy_from_user(utasks, u64_to_user_ptr(args->tasks),
+			   array_size(args->num_tasks, sizeof(*utasks)))) {
+		ret = -EFAULT;
+		goto free_tasks;
+	}
+	for (i = 0; i < args->num_tasks; i++) {
+		ret = nvdla_rs_check_task(i, utasks[i].num_addresses);
+		if (ret)
+			goto free_lists;
+		list = kvmalloc_array(utasks[i].num_addresses, sizeof(*list), GFP_KERNEL);
+		if (!list) {
+			ret = -ENOMEM;
+			goto free_lists;
+		}
+		tasks[i].addresses = list;
+		tasks[i].num_addresses = utasks[i].num_addresses;
+		tasks[i].timeout = utasks[i].timeout;
+		copied = i + 1;
+		if (copy_from_user(list, u64_to_user_ptr(utasks[i].address_list),
+				   array_size(utasks[i].num_addresses, sizeof(*list)))) {
+			ret = -EFAULT;
+			goto free_lists;
+		}
+	}
+
+	ret = nvdla_lock(nd);
+	if (ret)
+		goto free_lists;
+	ret = nvdla_rs_submit(nd->rs, nf->client, tasks, args->num_tasks, args->flags,
+			      args->version);
+	/* The last interrupt of the submit left the line masked. */
+	nvdla_irq_unmask(nd);
+	mutex_unlock(&nd->lock);
+
+free_lists:
+	for (i = 0; i < copied; i++)
+		kvfree(tasks[i].addresses);
+free_tasks:
+	kvfree(tasks);
+	kvfree(utasks);
+	return ret;
+}
+
+static const struct drm_ioctl_desc nvdla_ioctls[] = {
+	DRM_IOCTL_DEF_DRV(NVDLA_SUBMIT, nvdla_ioctl_submit, DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(NVDLA_GEM_CREATE, nvdla_ioctl_gem_create, DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(NVDLA_GEM_MMAP, nvdla_ioctl_gem_mmap, DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(NVDLA_GEM_DESTROY, nvdla_ioctl_gem_destroy, DRM_RENDER_ALLOW),
+};
+
+/* ---- files and mappings ---- */
+
+static int nvdla_open(struct drm_device *drm, struct drm_file *file)
+{
+	struct nvdla_device *nd = to_nvdla(drm);
+	struct nvdla_file *nf;
+	int id;
+
+	nf = kzalloc(sizeof(*nf), GFP_KERNEL);
+	if (!nf)
+		return -ENOMEM;
+	id = ida_alloc_min(&nd->clients, 1, GFP_KERNEL);
+	if (id < 0) {
+		kfree(nf);
+		return id;
+	}
+	nf->client = id;
+	file->driver_priv = nf;
+	return 0;
+}
+
+static void nvdla_postclose(struct drm_device *drm, struct drm_file *file)
+{
+	struct nvdla_device *nd = to_nvdla(drm);
+	struct nvdla_file *nf = file->driver_priv;
+	u32 busy = 0;
+
+	/* Not interruptible: the client's buffers must be freed. */
+	mutex_lock(&nd->lock);
+	if (nd->rs)
+		busy = nvdla_rs_close_client(nd->rs, nf->client);
+	mutex_unlock(&nd->lock);
+	if (busy)
+		dev_warn(nd->dev, "client %u closed with %u busy buffers (leaked)\n", nf->client,
+			 busy);
+	ida_free(&nd->clients, nf->client);
+	kfree(nf);
+}
+
+static void nvdla_mapping_release(struct kref *ref)
+{
+	struct nvdla_mapping *m = container_of(ref, struct nvdla_mapping, ref);
+	struct nvdla_device *nd = m->nd;
+
+	mutex_lock(&nd->lock);
+	if (nd->rs)
+		nvdla_rs_mmap_release(nd->rs, m->client, m->handle);
+	mutex_unlock(&nd->lock);
+	drm_dev_put(&nd->drm);
+	kfree(m);
+}
+
+static void nvdla_vm_open(struct vm_area_struct *vma)
+{
+	struct nvdla_mapping *m = vma->vm_private_data;
+
+	kref_get(&m->ref);
+}
+
+static void nvdla_vm_close(struct vm_area_struct *vma)
+{
+	struct nvdla_mapping *m = vma->vm_private_data;
+
+	kref_put(&m->ref, nvdla_mapping_release);
+}
+
+static const struct vm_operations_struct nvdla_vm_ops = {
+	.open = nvdla_vm_open,
+	.close = nvdla_vm_close,
+};
+
+static int nvdla_mmap(struct file *filp, struct vm_area_struct *vma)
+{
+	struct drm_file *file = filp->private_data;
+	struct nvdla_device *nd = to_nvdla(file->minor->dev);
+	struct nvdla_file *nf = file->driver_priv;
+	struct nvdla_mapping *m;
+	u64 offset = (u64)vma->vm_pgoff << PAGE_SHIFT;
+	unsigned long size = vma->vm_end - vma->vm_start;
+	u32 handle;
+	u64 iova, len;
+	int ret;
+
+	m = kzalloc(sizeof(*m), GFP_KERNEL);
+	if (!m)
+		return -ENOMEM;
+	ret = nvdla_lock(nd);
+	if (ret)
+		goto free;
+	/* Pins the buffer: destroying it while mapped answers EBUSY. */
+	ret = nvdla_rs_mmap_lookup(nd->rs, nf->client, offset, &handle, &iova, &len);
+	mutex_unlock(&nd->lock);
+	if (ret)
+		goto free;
+	kref_init(&m->ref);
+	m->nd = nd;
+	m->client = nf->client;
+	m->handle = handle;
+	drm_dev_get(&nd->drm);
+
+	if (size > len || !nvdla_mem_ptr(nd, iova, len)) {
+		ret = -EINVAL;
+		goto unpin;
+	}
+	/* Map through the whole region, with the buffer's page offset inside it. */
+	vma->vm_pgoff = (iova - nd->mem_dma) >> PAGE_SHIFT;
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
+	vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
+#else
+	vma->vm_flags |= VM_DONTEXPAND | VM_DONTDUMP;
+#endif
+	ret = dma_mmap_coherent(nd->dev, vma, nd->mem_cpu, nd->mem_dma, nd->mem_size);
+	if (ret)
+		goto unpin;
+	vma->vm_private_data = m;
+	vma->vm_ops = &nvdla_vm_ops;
+	return 0;
+
+unpin:
+	kref_put(&m->ref, nvdla_mapping_release);
+	return ret;
+free:
+	kfree(m);
+	return ret;
+}
+
+static const struct file_operations nvdla_fops = {
+	.owner = THIS_MODULE,
+	.open = drm_open,
+	.release = drm_release,
+	.unlocked_ioctl = drm_ioctl,
+	.compat_ioctl = drm_compat_ioctl,
+	.poll = drm_poll,
+	.read = drm_read,
+	.llseek = noop_llseek,
+	.mmap = nvdla_mmap,
+};
+
+static const struct drm_driver nvdla_drm_driver = {
+	.driver_features = DRIVER_RENDER,
+	.open = nvdla_open,
+	.postclose = nvdla_postclose,
+	.ioctls = nvdla_ioctls,
+	.num_ioctls = ARRAY_SIZE(nvdla_ioctls),
+	.fops = &nvdla_fops,
+	.name = DRIVER_NAME,
+	.desc = DRIVER_DESC,
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 14, 0)
+	.date = "20261123",
+#endif
+	.major = 1,
+	.minor = 0,
+};
+
+/* ---- device setup shared by both buses ---- */
+
+static struct nvdla_device *nvdla_alloc(struct device *dev)
+{
+	struct nvdla_device *nd;
+
+	nd = devm_drm_dev_alloc(dev, &nvdla_drm_driver, struct nvdla_device, drm);
+	if (IS_ERR(nd))
+		return nd;
+	nd->dev = dev;
+	nd->irq = -1;
+	mutex_init(&nd->lock);
+	init_waitqueue_head(&nd->irq_wq);
+	ida_init(&nd->clients);
+	return nd;
+}
+
+static const char *const nvdla_hw_names[] = {
+	[NVDLA_HW_NV_FULL] = "nv_full",
+	[NVDLA_HW_NV_SMALL] = "nv_small",
+	[NVDLA_HW_NV_LARGE] = "nv_large",
+};
+
+static int nvdla_start(struct nvdla_device *nd, unsigned long irqflags)
+{
+	struct device *dev = nd->dev;
+	int ret;
+
+	nd->mem_size = (size_t)mem_mb << 20;
+	nd->mem_cpu = dmam_alloc_coherent(dev, nd->mem_size, &nd->mem_dma, GFP_KERNEL);
+	if (!nd->mem_cpu) {
+		dev_err(dev, "cannot allocate %u MiB of DMA memory (mem_mb; CMA size)\n", mem_mb);
+		return -ENOMEM;
+	}
+
+	/* Resets the hardware. */
+	nd->rs = nvdla_rs_new(nd, nd->hw, nd->mem_dma, nd->mem_size, nd->mem_size, debug,
+			      &nd->intr_status);
+	if (!nd->rs)
+		return -EINVAL;
+
+	ret = devm_request_irq(dev, nd->irq, nvdla_irq, irqflags, dev_name(dev), nd);
+	if (ret) {
+		dev_err(dev, "cannot request IRQ %d: %d\n", nd->irq, ret);
+		goto free_rs;
+	}
+
+	ret = drm_dev_register(&nd->drm, 0);
+	if (ret)
+		goto free_rs;
+
+	dev_info(dev, "%s, registers %pa bytes, IRQ %d, %u MiB DMA memory at %pad\n",
+		 nvdla_hw_names[nd->hw], &nd->regs_size, nd->irq, mem_mb, &nd->mem_dma);
+	return 0;
+
+free_rs:
+	nvdla_rs_free(nd->rs);
+	nd->rs = NULL;
+	return ret;
+}
+
+static void nvdla_stop(struct nvdla_device *nd)
+{
+	drm_dev_unregister(&nd->drm);
+	mutex_lock(&nd->lock);
+	nvdla_rs_free(nd->rs);
+	nd->rs = NULL;
+	mutex_unlock(&nd->lock);
+	nvdla_irq_unmask(nd);
+}
+
+/* ---- device tree ---- */
+
+static const u32 nvdla_hw_full = NVDLA_HW_NV_FULL;
+static const u32 nvdla_hw_small = NVDLA_HW_NV_SMALL;
+static const u32 nvdla_hw_large = NVDLA_HW_NV_LARGE;
+
+/* The compatible strings of upstream's opendla.ko, so existing device trees keep working. */
+static const struct of_device_id nvdla_of_match[] = {
+	{ .compatible = "nvidia,nvdla_os_initial", .data = &nvdla_hw_full },
+	{ .compatible = "nvidia,nv_small", .data = &nvdla_hw_small },
+	{ .compatible = "nvidia,nv_large", .data = &nvdla_hw_large },
+	{ .compatible = "nvidia,nv_full", .data = &nvdla_hw_full },
+	{},
+};
+MODULE_DEVICE_TABLE(of, nvdla_of_match);
+
+static void nvdla_release_reserved_mem(void *data)
+{
+	of_reserved_mem_device_release(data);
+}
+
+static int nvdla_platform_probe(struct platform_device *pdev)
+{
+	struct device *dev = &pdev->dev;
+	const u32 *hw = device_get_match_data(dev);
+	struct nvdla_device *nd;
+	struct resource *res;
+	int ret;
+
+	if (!hw)
+		return -ENODEV;
+	nd = nvdla_alloc(dev);
+	if (IS_ERR(nd))
+		return PTR_ERR(nd);
+	nd->hw = *hw;
+
+	res = platform_get_resource(pdev, IORESOURCE_MEM, 0);
+	nd->regs = devm_ioremap_resource(dev, res);
+	if (IS_ERR(nd->regs))
+		return PTR_ERR(nd->regs);
+	nd->regs_size = resource_size(res);
+
+	nd->irq = platform_get_irq(pdev, 0);
+	if (nd->irq < 0)
+		return nd->irq;
+
+	nd->rst = devm_reset_control_get_optional_exclusive(dev, NULL);
+	if (IS_ERR(nd->rst))
+		return dev_err_probe(dev, PTR_ERR(nd->rst), "reset line\n");
+
+	/* A memory-region phandle on the node: buffers come from that carve-out. */
+	ret = of_reserved_mem_device_init(dev);
+	if (!ret) {
+		ret = devm_add_action_or_reset(dev, nvdla_release_reserved_mem, dev);
+		if (ret)
+			return ret;
+	} else if (ret != -ENODEV) {
+		return dev_err_probe(dev, ret, "reserved memory\n");
+	}
+
+	platform_set_drvdata(pdev, nd);
+	return nvdla_start(nd, 0);
+}
+
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 11, 0)
+static void nvdla_platform_remove(struct platform_device *pdev)
+{
+	nvdla_stop(platform_get_drvdata(pdev));
+}
+#else
+static int nvdla_platform_remove(struct platform_device *pdev)
+{
+	nvdla_stop(platform_get_drvdata(pdev));
+	return 0;
+}
+#endif
+
+static struct platform_driver nvdla_platform_driver = {
+	.probe = nvdla_platform_probe,
+	.remove = nvdla_platform_remove,
+	.driver = {
+		.name = DRIVER_NAME,
+		.of_match_table = nvdla_of_match,
+	},
+};
+
+/* ---- PCI (the virtual platform's bridge) ---- */
+
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 8, 0)
+#define NVDLA_PCI_IRQ_TYPES (PCI_IRQ_MSI | PCI_IRQ_INTX)
+#else
+#define NVDLA_PCI_IRQ_TYPES (PCI_IRQ_MSI | PCI_IRQ_LEGACY)
+#endif
+
+static int nvdla_pci_probe(struct pci_dev *pdev, const struct pci_device_id *id)
+{
+	struct device *dev = &pdev->dev;
+	struct nvdla_device *nd;
+	int bars = BIT(0), ret, i;
+
+	ret = pcim_enable_device(pdev);
+	if (ret)
+		return ret;
+	if (pci_resource_len(pdev, NVDLA_VP_CTRL_BAR))
+		bars |= BIT(NVDLA_VP_CTRL_BAR);
+	ret = pcim_iomap_regions(pdev, bars, DRIVER_NAME);
+	if (ret)
+		return ret;
+
+	nd = nvdla_alloc(dev);
+	if (IS_ERR(nd))
+		return PTR_ERR(nd);
+	nd->regs = pcim_iomap_table(pdev)[0];
+	nd->regs_size = pci_resource_len(pdev, 0);
+	if (bars & BIT(NVDLA_VP_CTRL_BAR)) {
+		void __iomem *ctrl = pcim_iomap_table(pdev)[NVDLA_VP_CTRL_BAR];
+
+		if (readl(ctrl + NVDLA_VP_CTRL_ID) == NVDLA_VP_CTRL_ID_MAGIC)
+			nd->ctrl = ctrl;
+	}
+
+	nd->hw = NVDLA_HW_NV_FULL;
+	for (i = 0; i < ARRAY_SIZE(nvdla_hw_names); i++)
+		if (sysfs_streq(vp_hw, nvdla_hw_names[i]))
+			nd->hw = i;
+
+	/* Without bus mastering the bridge's MSI writes (and DMA) are dropped. */
+	pci_set_master(pdev);
+	ret = dma_set_mask_and_coherent(dev, DMA_BIT_MASK(64));
+	if (ret)
+		ret = dma_set_mask_and_coherent(dev, DMA_BIT_MASK(32));
+	if (ret)
+		return ret;
+
+	ret = pci_alloc_irq_vectors(pdev, 1, 1, NVDLA_PCI_IRQ_TYPES);
+	if (ret < 0)
+		return ret;
+	nd->irq = pci_irq_vector(pdev, 0);
+
+	pci_set_drvdata(pdev, nd);
+	/* The IRQ, the vectors (pcim) and the mappings are released by devres. */
+	return nvdla_start(nd, pdev->msi_enabled ? 0 : IRQF_SHARED);
+}
+
+static void nvdla_pci_remove(struct pci_dev *pdev)
+{
+	nvdla_stop(pci_get_drvdata(pdev));
+}
+
+static const struct pci_device_id nvdla_pci_ids[] = {
+	{ PCI_DEVICE(NVDLA_VP_PCI_VENDOR, NVDLA_VP_PCI_DEVICE) },
+	{},
+};
+MODULE_DEVICE_TABLE(pci, nvdla_pci_ids);
+
+static struct pci_driver nvdla_pci_driver = {
+	.name = DRIVER_NAME,
+	.id_table = nvdla_pci_ids,
+	.probe = nvdla_pci_probe,
+	.remove = nvdla_pci_remove,
+};
+
+/* ---- module ---- */
+
+static int __init nvdla_init(void)
+{
+	int ret;
+
+	if (!mem_mb || mem_mb > 4096) {
+		pr_err(DRIVER_NAME ": mem_mb must be 1..4096\n");
+		return -EINVAL;
+	}
+	ret = platform_driver_register(&nvdla_platform_driver);
+	if (ret)
+		return ret;
+	ret = pci_register_driver(&nvdla_pci_driver);
+	if (ret)
+		platform_driver_unregister(&nvdla_platform_driver);
+	return ret;
+}
+
+static void __exit nvdla_exit(void)
+{
+	pci_unregister_driver(&nvdla_pci_driver);
+	platform_driver_unregister(&nvdla_platform_driver);
+}
+
+module_init(nvdla_init);
+module_exit(nvdla_exit);
+
+MODULE_DESCRIPTION(DRIVER_DESC);
+MODULE_LICENSE("Dual BSD/GPL");
