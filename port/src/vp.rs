@@ -51,12 +51,19 @@ impl VpConfig {
         }
     }
 
+    /// The firmware's table for the model of this configuration: the silicon build's
+    /// features, except that precisions follow what the model computes (the model, like
+    /// NVIDIA's C model, computes int16/fp16 on the int8-only v2 builds; silicon would not,
+    /// and the firmware driving silicon refuses such networks).
     pub(crate) fn firmware(self) -> nvdla_firmware::HwConfig {
-        match self {
+        let mut fw = match self {
             VpConfig::NvFull => nvdla_firmware::HwConfig::NV_FULL,
             VpConfig::NvLarge => nvdla_firmware::HwConfig::NV_LARGE,
             VpConfig::NvSmall => nvdla_firmware::HwConfig::NV_SMALL,
-        }
+        };
+        let model = self.model().features;
+        fw.wide_precision = model.int16 && model.fp16;
+        fw
     }
 
     fn model(self) -> nvdla_vp::HwConfig {

@@ -48,10 +48,8 @@ fn regression_tasks_complete_on_the_vp() {
     }
 }
 
-/// The convolution loadables: they complete once the model has the convolution pipeline
-/// (`cargo test -p nvdla-port -- --ignored` until then).
+/// The convolution loadables (direct convolution int16/int8, and NN_L0_0's fp16 network).
 #[test]
-#[ignore = "needs the VP convolution pipeline"]
 fn convolution_regression_tasks_complete_on_the_vp() {
     for (unit, test) in [
         ("CONV", "CONV_D_L0_0"),

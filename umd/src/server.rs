@@ -20,7 +20,7 @@
 //! index; before any run it answers with an empty message instead of crashing. An unknown
 //! command ends the connection, as upstream, and the server waits for the next client.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 
@@ -59,8 +59,16 @@ pub fn read_message(r: &mut impl BufRead) -> std::io::Result<Vec<u8>> {
     if size > MAX_MESSAGE {
         return Err(bad(&format!("size {size} exceeds {MAX_MESSAGE} bytes")));
     }
-    let mut data = vec![0u8; size];
-    r.read_exact(&mut data)?;
+    // Grow with what actually arrives: a client that announces 512 MiB and sends nothing
+    // costs nothing.
+    let mut data = Vec::with_capacity(size.min(1 << 16));
+    let got = r.take(size as u64).read_to_end(&mut data)?;
+    if got != size {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            format!("message ended after {got} of {size} bytes"),
+        ));
+    }
     Ok(data)
 }
 

@@ -5,7 +5,8 @@ mod common;
 
 use std::sync::{Arc, Mutex};
 
-use nvdla_loadable::{Interface, Loadable, MemoryFlags};
+use nvdla_loadable::dla::NetworkDesc;
+use nvdla_loadable::{Descriptor, Interface, Loadable, MemoryFlags};
 use nvdla_port::device::Device;
 use nvdla_umd::device::{MockDevice, RecordedTask};
 use nvdla_umd::emu::{self, SlotMemory};
@@ -21,6 +22,23 @@ fn nn_l0_0_loads_fills_and_translates() {
     let l = Loadable::parse(&bytes).unwrap();
     let mut dev = MockDevice::new();
     let mut rt = Runtime::load(&mut dev, &bytes).unwrap();
+    // The DLA task's surface list is legacy (pre-0.12): load upgrades it in place. Compute
+    // the expected upgrade from the blobs the network descriptor names.
+    let dla = l.tasks().get(1).unwrap();
+    let slots: Vec<u16> = dla.address_list().iter().collect();
+    let net = NetworkDesc::decode_from(l.blob_at_address(slots[0]).unwrap().data()).unwrap();
+    let at = |i: i16| l.addresses().get(usize::from(slots[i as usize])).unwrap();
+    let surf_mem = usize::from(at(net.surface_desc_index).mem_id());
+    let n = usize::from(net.num_operations) * usize::from(net.num_rois.max(1));
+    let deps = l
+        .blob_at_address(slots[net.dependency_graph_index as usize])
+        .unwrap();
+    let mut upgraded = l
+        .blob_at_address(slots[net.surface_desc_index as usize])
+        .unwrap()
+        .data()
+        .to_vec();
+    nvdla_loadable::upgrade::surfaces_to_current(deps.data(), &mut upgraded, n).unwrap();
     // Every ALLOC entry got a buffer of at least its size.
     assert_eq!(dev.created.len(), l.memory().len());
     for (mi, m) in l.memory().iter().enumerate() {
@@ -31,7 +49,11 @@ fn nn_l0_0_loads_fills_and_translates() {
         if m.flags().contains(MemoryFlags::SET) {
             for ci in 0..m.contents_len() {
                 let (name, off) = m.content(ci).unwrap();
-                let blob = l.blob(name).unwrap().data();
+                let mut blob = l.blob(name).unwrap().data();
+                if mi == surf_mem {
+                    assert_ne!(blob, &upgraded[..], "the upgrade changes the surface list");
+                    blob = &upgraded;
+                }
                 assert_eq!(
                     &buf[off as usize..off as usize + blob.len()],
                     blob,
