@@ -1,6 +1,14 @@
 //! `nvdla-vp`: command-line front end of the NVDLA virtual platform.
+//!
+//! - `nvdla-vp trace PATH...`: NVIDIA's register-level trace tests on the model;
+//! - `nvdla-vp bench`: convolution throughput of the model against a plain reference;
+//! - `nvdla-vp serve --socket PATH`: our KMD, firmware and the model as a daemon serving
+//!   `nvdla-runtime --device socket:PATH` (see `nvdla_port::daemon`): buffers are shared
+//!   memory, each client has its own handles, and SIGTERM/SIGINT stop it cleanly.
 
 use clap::{Parser, Subcommand};
+use nvdla_port::daemon::{serve, DaemonConfig};
+use nvdla_port::vp::VpConfig;
 use nvdla_vp::trace::{self, Options, Outcome};
 use nvdla_vp::HwConfig;
 use std::path::PathBuf;
@@ -9,9 +17,10 @@ use std::process::ExitCode;
 #[derive(Parser)]
 #[command(name = "nvdla-vp", about = "NVDLA virtual platform")]
 struct Cli {
-    /// Debug logging on stderr (warnings are always shown).
-    #[arg(short, long, global = true)]
-    verbose: bool,
+    /// More logging on stderr (warnings are always shown): `-v` the daemon's own lines
+    /// and debug lines of the model, `-vv` everything.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -38,6 +47,37 @@ enum Cmd {
         #[arg(long, default_value_t = 3)]
         runs: u32,
     },
+    /// Serve KMD + firmware + the model on a Unix socket for
+    /// `nvdla-runtime --device socket:PATH`, until SIGTERM or SIGINT.
+    Serve {
+        /// Path of the Unix socket to listen on.
+        #[arg(long, value_name = "PATH")]
+        socket: PathBuf,
+        /// Hardware configurations to serve (comma-separated, or `all`); the first is the
+        /// default for clients that do not name one.
+        #[arg(long, default_value = "nv_full", value_name = "CONFIGS", value_parser = parse_configs)]
+        config: Configs,
+        /// Most clients connected at once.
+        #[arg(long, default_value_t = 64)]
+        max_clients: usize,
+    },
+}
+
+#[derive(Debug, Clone)]
+struct Configs(Vec<VpConfig>);
+
+fn parse_configs(s: &str) -> Result<Configs, String> {
+    if s == "all" {
+        return Ok(Configs(vec![
+            VpConfig::NvFull,
+            VpConfig::NvLarge,
+            VpConfig::NvSmall,
+        ]));
+    }
+    s.split(',')
+        .map(str::parse)
+        .collect::<Result<_, _>>()
+        .map(Configs)
 }
 
 /// Minimal stderr logger: the model reports ignored accesses and engine faults
@@ -46,7 +86,13 @@ struct StderrLog;
 
 impl log::Log for StderrLog {
     fn enabled(&self, m: &log::Metadata<'_>) -> bool {
-        m.level() <= log::max_level()
+        // `-v` shows the daemon's own lines and the model's debug lines; the driver's
+        // per-operation lines need `-vv`.
+        m.level() <= log::Level::Warn
+            || (m.level() <= log::max_level()
+                && (log::max_level() >= log::LevelFilter::Trace
+                    || !m.target().starts_with("nvdla_kmd")
+                        && !m.target().starts_with("nvdla_firmware")))
     }
 
     fn log(&self, r: &log::Record<'_>) {
@@ -71,13 +117,18 @@ fn out(line: std::fmt::Arguments<'_>) {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     if log::set_logger(&LOGGER).is_ok() {
-        log::set_max_level(if cli.verbose {
-            log::LevelFilter::Debug
-        } else {
-            log::LevelFilter::Warn
+        log::set_max_level(match cli.verbose {
+            0 => log::LevelFilter::Warn,
+            1 => log::LevelFilter::Debug,
+            _ => log::LevelFilter::Trace,
         });
     }
     match cli.cmd {
+        Cmd::Serve {
+            socket,
+            config,
+            max_clients,
+        } => serve_socket(&socket, config.0, max_clients),
         Cmd::Bench { runs } => {
             if cfg!(debug_assertions) {
                 eprintln!("warning: debug build; figures are meaningless without --release");
@@ -167,6 +218,30 @@ fn main() -> ExitCode {
             } else {
                 ExitCode::FAILURE
             }
+        }
+    }
+}
+
+/// `serve`: runs the daemon on `socket` until a stop signal.
+fn serve_socket(socket: &std::path::Path, configs: Vec<VpConfig>, max_clients: usize) -> ExitCode {
+    // Each client buffer is a memfd: allow as many descriptors as the hard limit does.
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
+        if soft < hard {
+            let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
+        }
+    }
+    let cfg = DaemonConfig {
+        configs,
+        max_clients,
+        ..DaemonConfig::default()
+    };
+    // `serve` blocks the stop signals in this thread before any client thread exists.
+    match serve(socket, &cfg) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: nvdla-vp serve: {}: {e}", socket.display());
+            ExitCode::FAILURE
         }
     }
 }
