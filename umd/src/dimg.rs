@@ -510,7 +510,10 @@ pub struct DlaImage {
 
 /// Iterates (x, y, c) in the packed order: channel, then row, then column.
 fn packed_order(h: &DimgHeader) -> impl Iterator<Item = (u32, u32, u32)> + '_ {
-    (0..h.channel)
+    // An image without elements (a zero dimension) yields nothing, however large the
+    // other dimensions are: a 0 x 2^30 x 2^30 header must not cost 2^60 steps.
+    let channels = if h.element_count() == 0 { 0 } else { h.channel };
+    (0..channels)
         .flat_map(move |c| (0..h.height).flat_map(move |y| (0..h.width).map(move |x| (x, y, c))))
 }
 
@@ -762,6 +765,10 @@ impl DlaImage {
             s.push('\n');
         };
         let mut s = String::new();
+        if h.element_count() == 0 {
+            // Nothing to show (and rows of nothing could be 2^32 lines).
+            return s;
+        }
         for c in 0..h.channel {
             if borders {
                 rule(&mut s);

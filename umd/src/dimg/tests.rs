@@ -558,3 +558,18 @@ fn stable_hash_quirks() {
         .collect();
     assert_eq!(vals, [0, 0x8000_0000, 0x4eff_8000, 0x3fc0_0000]);
 }
+
+/// Found by fuzzing: a header with a zero width and huge height and channel count is a
+/// valid empty image; dumping it must not walk its rows.
+#[test]
+fn empty_image_with_huge_dimensions_dumps_nothing() {
+    let mut bytes = b"DIMG".to_vec();
+    for v in [0u32, 42, 0, 0x4141_4140, 65, 0x4141_0000, 0x4141, 0] {
+        bytes.extend_from_slice(&v.to_le_bytes());
+    }
+    let img = DlaImage::read(&bytes).expect("an empty image is valid");
+    assert_eq!(img.header().element_count(), 0);
+    assert_eq!(img.raw_dump(), "");
+    assert_eq!(img.print_buffer(true), "");
+    assert_eq!(img.write_with(false).len(), 36);
+}
