@@ -185,6 +185,12 @@ impl Memory {
         })
     }
 
+    /// Checks that `len` bytes at `addr` are inside the memory `ram`, without accessing
+    /// them (engines check their output before computing it).
+    pub fn check(&self, ram: RamType, addr: u64, len: u64) -> Result<(), MemError> {
+        self.space(ram, addr, len).map(|_| ())
+    }
+
     /// DMA read.
     pub fn read(&self, ram: RamType, addr: u64, buf: &mut [u8]) -> Result<(), MemError> {
         self.space(ram, addr, buf.len() as u64)?.read(addr, buf);

@@ -576,6 +576,18 @@ impl Vp {
         {
             return false;
         }
+        // SDP's output must be reachable before the convolution is worth computing.
+        let dst = sdp::output_layout(
+            &self.cfg,
+            &self.files[&Block::Sdp],
+            &self.files[&Block::SdpRdma],
+            true,
+        )
+        .and_then(|d| d.map_or(Ok(()), |d| d.check(&self.mem)));
+        if let Err(e) = dst {
+            self.set_fault(Block::Sdp, e);
+            return false;
+        }
         let f = &self.files;
         let layer = conv::Layer::decode(
             &self.cfg,
@@ -632,6 +644,48 @@ impl Vp {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by fuzzing (vp/fuzz csb): an SDP layer of 2869x8x7696 elements writing to an
+    /// address outside memory. The fault must come from the output check before the
+    /// computation (it used to compute 176 M elements first).
+    #[test]
+    fn sdp_with_unreachable_output_faults_before_computing() {
+        use crate::mem::Window;
+        let mut vp = Vp::new(HwConfig::nv_full());
+        vp.mem.set_dram_window(Window {
+            base: 0x8000_0000,
+            size: 16 << 20,
+        });
+        let mut w = |b: &str, r: &str, v: u32| {
+            let a = vp.lookup(b, r).unwrap();
+            vp.csb_write(a, v)
+        };
+        for b in ["SDP_RDMA", "SDP"] {
+            w(b, "D_DATA_CUBE_WIDTH", 0xb34);
+            w(b, "D_DATA_CUBE_HEIGHT", 7);
+            w(b, "D_DATA_CUBE_CHANNEL", 0x1e0f);
+        }
+        w("SDP_RDMA", "D_SRC_BASE_ADDR_LOW", 0x8020_0000);
+        w("SDP_RDMA", "D_SRC_LINE_STRIDE", 0x100);
+        w("SDP_RDMA", "D_SRC_SURFACE_STRIDE", 0x800);
+        w("SDP_RDMA", "D_SRC_DMA_CFG", 1);
+        w("SDP_RDMA", "D_FEATURE_MODE_CFG", 0x54); // int16 in and processing
+        w("SDP", "D_DATA_FORMAT", 5); // int16 processing and output
+        for r in ["D_BRDMA_CFG", "D_NRDMA_CFG", "D_ERDMA_CFG"] {
+            w("SDP_RDMA", r, 1); // operand DMA off
+        }
+        for r in ["D_DP_BS_CFG", "D_DP_BN_CFG", "D_DP_EW_CFG"] {
+            w("SDP", r, 1); // units bypassed
+        }
+        w("SDP", "D_DST_DMA_CFG", 1);
+        w("SDP", "D_DST_BASE_ADDR_LOW", 0); // below the DRAM window
+        w("SDP_RDMA", "D_OP_ENABLE", 1);
+        w("SDP", "D_OP_ENABLE", 1);
+        assert!(!vp.irq_pending());
+        let f = vp.fault().expect("the layer faults");
+        assert_eq!(f.block, Block::Sdp);
+        assert!(matches!(f.error, EngineError::Mem(_)), "{:?}", f.error);
+    }
 
     #[test]
     fn cfgrom_describes_the_build() {

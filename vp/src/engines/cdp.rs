@@ -253,6 +253,22 @@ pub fn run(
     let atom = cfg.memory_atomic;
     let cpa = (atom / prec.bytes()).max(1) as usize;
     let cp = c.div_ceil(cpa) * cpa;
+    // Refuse an unreachable output before computing it.
+    let dst = CubeLayout {
+        ram: RamType::from_field(cdp.cur("D_DST_DMA_CFG")),
+        base: addr64(
+            cdp.cur("D_DST_BASE_ADDR_HIGH"),
+            cdp.cur("D_DST_BASE_ADDR_LOW"),
+        ),
+        line_stride: u64::from(cdp.cur("D_DST_LINE_STRIDE")),
+        surf_stride: u64::from(cdp.cur("D_DST_SURFACE_STRIDE")),
+        w,
+        h,
+        c: cp,
+        prec,
+        atom,
+    };
+    dst.check(mem)?;
     let input = CubeLayout {
         ram: RamType::from_field(rdma.cur("D_SRC_DMA_CFG")),
         base: addr64(
@@ -271,21 +287,7 @@ pub fn run(
 
     if prec == Precision::Fp16 {
         let out = run_fp16(cdp, lut, &input, (w, h, c), cp);
-        return CubeLayout {
-            ram: RamType::from_field(cdp.cur("D_DST_DMA_CFG")),
-            base: addr64(
-                cdp.cur("D_DST_BASE_ADDR_HIGH"),
-                cdp.cur("D_DST_BASE_ADDR_LOW"),
-            ),
-            line_stride: u64::from(cdp.cur("D_DST_LINE_STRIDE")),
-            surf_stride: u64::from(cdp.cur("D_DST_SURFACE_STRIDE")),
-            w,
-            h,
-            c: cp,
-            prec,
-            atom,
-        }
-        .write(mem, &out);
+        return dst.write(mem, &out);
     }
     let int8 = prec == Precision::Int8;
     // Input converter widths (cdp_icvt.h): int8 uses the 8-bit offset lane, a 9-bit
@@ -338,21 +340,7 @@ pub fn run(
             out[ch * plane + i] = o as i32;
         }
     }
-    CubeLayout {
-        ram: RamType::from_field(cdp.cur("D_DST_DMA_CFG")),
-        base: addr64(
-            cdp.cur("D_DST_BASE_ADDR_HIGH"),
-            cdp.cur("D_DST_BASE_ADDR_LOW"),
-        ),
-        line_stride: u64::from(cdp.cur("D_DST_LINE_STRIDE")),
-        surf_stride: u64::from(cdp.cur("D_DST_SURFACE_STRIDE")),
-        w,
-        h,
-        c: cp,
-        prec,
-        atom,
-    }
-    .write(mem, &out)
+    dst.write(mem, &out)
 }
 
 /// One fp16 table lookup (`HLS_CDP_lookup_lut`, `cmod/hls_wrapper/cdp_hls_wrapper.cpp`):

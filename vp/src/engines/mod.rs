@@ -189,6 +189,20 @@ impl CubeLayout {
         Ok(out)
     }
 
+    /// Checks that every line of the cube lies inside memory, without touching it: an
+    /// engine whose output DMA would fault refuses the layer before computing it (the
+    /// fault is the same; the work is not done for nothing).
+    pub fn check(&self, mem: &Memory) -> Result<(), EngineError> {
+        check_cube("DMA", self.w, self.h, self.c)?;
+        let len = (self.w as u64) * u64::from(self.atom);
+        for s in 0..self.surfaces() {
+            for y in 0..self.h {
+                mem.check(self.ram, self.line_addr(s, y), len)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Writes a cube given in the order of [`CubeLayout::read`]. Values are stored as
     /// their low 8 or 16 bits; channels past `c` in the last surface are written as zero
     /// (the write DMA always writes whole atoms).

@@ -269,6 +269,22 @@ pub fn run(
     // Whole atoms go through the datapath (see the SDP note); padding lanes included.
     let cpa = (atom / prec.bytes()).max(1) as usize;
     let cp = c.div_ceil(cpa) * cpa;
+    // Refuse an unreachable output before computing it.
+    let dst = CubeLayout {
+        ram: RamType::from_field(pdp.cur("D_DST_RAM_CFG")),
+        base: addr64(
+            pdp.cur("D_DST_BASE_ADDR_HIGH"),
+            pdp.cur("D_DST_BASE_ADDR_LOW"),
+        ),
+        line_stride: u64::from(pdp.cur("D_DST_LINE_STRIDE")),
+        surf_stride: u64::from(pdp.cur("D_DST_SURFACE_STRIDE")),
+        w: ow,
+        h: oh,
+        c: cp,
+        prec,
+        atom,
+    };
+    dst.check(mem)?;
     let data = match input {
         Some(cube) => {
             if (cube.w, cube.h) != (w, h) || cube.c < c {
@@ -311,21 +327,7 @@ pub fn run(
             *o = *v as i32;
         }
     }
-    CubeLayout {
-        ram: RamType::from_field(pdp.cur("D_DST_RAM_CFG")),
-        base: addr64(
-            pdp.cur("D_DST_BASE_ADDR_HIGH"),
-            pdp.cur("D_DST_BASE_ADDR_LOW"),
-        ),
-        line_stride: u64::from(pdp.cur("D_DST_LINE_STRIDE")),
-        surf_stride: u64::from(pdp.cur("D_DST_SURFACE_STRIDE")),
-        w: ow,
-        h: oh,
-        c: cp,
-        prec,
-        atom,
-    }
-    .write(mem, &out)
+    dst.write(mem, &out)
 }
 
 #[cfg(test)]

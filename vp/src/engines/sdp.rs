@@ -98,6 +98,49 @@ pub fn plan(sdp: &RegFile, rdma: &RegFile) -> Plan {
     }
 }
 
+/// The cube the SDP write DMA covers for the programmed layer, or `None` when the result
+/// does not go to memory (on the fly to PDP, or EQL comparison mode). `from_cacc`: the
+/// input comes from the convolution pipeline (channels are not padded to whole atoms).
+///
+/// Engines check this before computing, so that a layer whose output would fault is
+/// refused at once instead of after its whole computation.
+pub fn output_layout(
+    cfg: &HwConfig,
+    sdp: &RegFile,
+    rdma: &RegFile,
+    from_cacc: bool,
+) -> Result<Option<CubeLayout>, EngineError> {
+    let fm = sdp.cur("D_FEATURE_MODE_CFG");
+    let y = YCfg::decode(sdp);
+    let eql = !y.bypass && !y.alu_bypass && y.alu_algo == 3;
+    if eql || fm & 2 != 0 {
+        return Ok(None);
+    }
+    let w = (sdp.cur("D_DATA_CUBE_WIDTH") & 0x1fff) as usize + 1;
+    let h = (sdp.cur("D_DATA_CUBE_HEIGHT") & 0x1fff) as usize + 1;
+    let mut c = (sdp.cur("D_DATA_CUBE_CHANNEL") & 0x1fff) as usize + 1;
+    let out_prec = Precision::from_field(sdp.cur("D_DATA_FORMAT") >> 2, BLOCK)?;
+    if !from_cacc {
+        let in_prec = Precision::from_field(rdma.cur("D_FEATURE_MODE_CFG") >> 2, BLOCK)?;
+        let cpa = (cfg.memory_atomic / in_prec.bytes()).max(1) as usize;
+        c = c.div_ceil(cpa) * cpa;
+    }
+    Ok(Some(CubeLayout {
+        ram: RamType::from_field(sdp.cur("D_DST_DMA_CFG")),
+        base: addr64(
+            sdp.cur("D_DST_BASE_ADDR_HIGH"),
+            sdp.cur("D_DST_BASE_ADDR_LOW"),
+        ),
+        line_stride: u64::from(sdp.cur("D_DST_LINE_STRIDE")),
+        surf_stride: u64::from(sdp.cur("D_DST_SURFACE_STRIDE")),
+        w,
+        h,
+        c,
+        prec: out_prec,
+        atom: cfg.memory_atomic,
+    }))
+}
+
 /// Configuration of one X unit (BS or BN).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct XCfg {
@@ -843,6 +886,12 @@ pub fn run(
     let out_prec = Precision::from_field(fmt >> 2, BLOCK)?;
     check_precision(cfg, proc, BLOCK)?;
     check_precision(cfg, out_prec, BLOCK)?;
+    // The write DMA's target is known before anything is read or computed: refuse an
+    // unreachable one first.
+    let dst = output_layout(cfg, sdp, rdma, cacc.is_some())?;
+    if let Some(d) = &dst {
+        d.check(mem)?;
+    }
     let fm = sdp.cur("D_FEATURE_MODE_CFG");
     if fm & 4 != 0 {
         return Err(unsupported("winograd output"));
@@ -1096,21 +1145,9 @@ pub fn run(
             }),
         });
     }
-    let l = CubeLayout {
-        ram: RamType::from_field(sdp.cur("D_DST_DMA_CFG")),
-        base: addr64(
-            sdp.cur("D_DST_BASE_ADDR_HIGH"),
-            sdp.cur("D_DST_BASE_ADDR_LOW"),
-        ),
-        line_stride: u64::from(sdp.cur("D_DST_LINE_STRIDE")),
-        surf_stride: u64::from(sdp.cur("D_DST_SURFACE_STRIDE")),
-        w,
-        h,
-        c,
-        prec: out_prec,
-        atom,
-    };
-    l.write(mem, &out)?;
+    if let Some(d) = &dst {
+        d.write(mem, &out)?;
+    }
     Ok(SdpOutput {
         to_pdp: None,
         unequal: None,
