@@ -324,7 +324,25 @@ fn run_args(
         &args.run_options(),
         err,
     )
-    .map_err(|e| AppError(format!("{}: {e}", loadable_path.display())))?;
+    .map_err(|e| {
+        let mut line = format!("{}: {e}", loadable_path.display());
+        // A loadable compiled for another build programs geometry the model refuses
+        // (atom sizes, CBUF entries); nothing in the loadable names its target.
+        if args.device == DeviceKind::Vp && line.contains("(DLA1): SUBMIT failed") {
+            let others: Vec<String> = [HwConfig::NvFull, HwConfig::NvLarge, HwConfig::NvSmall]
+                .into_iter()
+                .filter(|c| *c != args.config)
+                .map(|c| c.to_string())
+                .collect();
+            line.push_str(&format!(
+                " (hint: ran on the virtual platform as {}; if the loadable was compiled for \
+                 another configuration, pass --config {})",
+                args.config,
+                others.join(" or --config ")
+            ));
+        }
+        AppError(line)
+    })?;
     let _ = writeln!(out, "execution time = {:.6} s", outcome.seconds);
     if let Some(scores) = class_scores(&outcome.outputs[0]) {
         let _ = writeln!(out, "{scores}");

@@ -165,3 +165,26 @@ fn mock_run_writes_dimg_and_rawdump() {
     assert_eq!(code, 1);
     assert!(one_error_line(&err).contains("does not exist"));
 }
+
+/// A loadable compiled for nv_small, run with the default nv_full: one error line that
+/// names the engine fault and suggests the other configurations; exit 1.
+#[test]
+fn wrong_configuration_is_explained() {
+    let Some(shared) = common::shared("wrong_configuration_is_explained") else {
+        return;
+    };
+    let d = tmpdir("wrongcfg");
+    let f = shared.join("nvdla-sw-regression/flatbufs/kmd/CONV/CONV_D_L0_0_small_fbuf");
+    let (code, out, err) = run(&["--loadable", f.to_str().unwrap()], &d);
+    assert_eq!(code, 1);
+    assert!(!out.contains("Test pass"), "{out}");
+    let line = one_error_line(&err);
+    assert!(
+        line.contains("ETIMEDOUT") && line.contains("engine fault in CDMA"),
+        "{line}"
+    );
+    assert!(
+        line.contains("pass --config nv_large or --config nv_small"),
+        "{line}"
+    );
+}
