@@ -283,6 +283,165 @@ pub fn mac_f16_block(d: &[u16], w: &[u16]) -> MacF16 {
     mac_f16(&a, &b)
 }
 
+/// Coarse exponent of an inactive lane in [`BlockLanes`]: a sum with it is negative.
+const INACTIVE: i32 = -64;
+
+/// Lanes of one MAC operation in the layout of [`mac_f16_fast`]: structure of arrays,
+/// padded with inactive lanes to a multiple of [`LANE_CHUNK`].
+#[derive(Debug, Default, Clone)]
+pub struct BlockLanes {
+    /// Coarse exponent (`exp >> 2`) of an active lane, negative for an inactive one.
+    pub coarse: Vec<i32>,
+    /// Pre-shifted mantissa with the sign applied, 0 for an inactive lane.
+    pub val: Vec<i32>,
+}
+
+/// Lanes the block kernel processes at once.
+pub const LANE_CHUNK: usize = 16;
+
+impl BlockLanes {
+    /// Removes every lane.
+    pub fn clear(&mut self) {
+        self.coarse.clear();
+        self.val.clear();
+    }
+
+    /// Appends the lane of an fp16 bit pattern.
+    #[inline]
+    pub fn push(&mut self, h: u16) {
+        let l = F16Lane::decode(h);
+        if l.active {
+            let m = i32::from(l.mts);
+            self.coarse.push(i32::from(l.coarse));
+            self.val.push(if l.sign { -m } else { m });
+        } else {
+            self.coarse.push(INACTIVE);
+            self.val.push(0);
+        }
+    }
+
+    /// Pads with inactive lanes to a multiple of [`LANE_CHUNK`] (padding changes no
+    /// result: inactive lanes take no part in the block exponent or the sum).
+    pub fn pad(&mut self) {
+        while self.coarse.len() % LANE_CHUNK != 0 {
+            self.coarse.push(INACTIVE);
+            self.val.push(0);
+        }
+    }
+
+    /// Number of lanes (padding included).
+    pub fn len(&self) -> usize {
+        self.val.len()
+    }
+
+    /// No lanes.
+    pub fn is_empty(&self) -> bool {
+        self.val.is_empty()
+    }
+}
+
+/// Truncation errors of the Booth multiplier at shift 8, as a bitmap indexed by
+/// `negative << 16 | (w & 0xff) << 8 | (d & 0xff)`: bit set when
+/// `booth_product(negative, w, d, 8)` is one less than `(±w·d) >> 8`. Checked
+/// exhaustively over all 14-bit `w`, `d` and both signs (`booth_shift_8_table_is_exact`,
+/// run with `--ignored`): the error is 0 or 1 and depends on these bits only.
+fn booth8_errors() -> &'static [u64] {
+    static TABLE: std::sync::OnceLock<Vec<u64>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut t = vec![0u64; (2 << 16) / 64];
+        for idx in 0..(2u32 << 16) {
+            let (neg, w, d) = (idx >> 16 == 1, (idx >> 8) & 0xff, idx & 0xff);
+            let p = (w * d) as i32;
+            let exact = (if neg { -p } else { p }) >> 8;
+            if booth_product(neg, w, d, 8) != exact {
+                t[(idx / 64) as usize] |= 1 << (idx % 64);
+            }
+        }
+        t
+    })
+}
+
+/// Aligned Booth product of one active lane (`c` its coarse sum, `dv`/`wv` signed
+/// mantissas), shortcutting the shifts where the truncation is known exactly.
+#[inline]
+fn lane_product(max: i32, c: i32, dv: i32, wv: i32, t8: &[u64]) -> i32 {
+    let shift = (4 * (max - c)) as u32;
+    let p = dv * wv;
+    match shift {
+        // Nothing is shifted out: the exact product.
+        0 => p,
+        // Exhaustively checked: at shift 4 the carry-save truncation equals the floor.
+        4 => p >> 4,
+        8 => {
+            let neg = (dv ^ wv) < 0;
+            let idx = (usize::from(neg) << 16)
+                | ((wv.unsigned_abs() as usize & 0xff) << 8)
+                | (dv.unsigned_abs() as usize & 0xff);
+            (p >> 8) - ((t8[idx / 64] >> (idx % 64)) & 1) as i32
+        }
+        _ => booth_product((dv ^ wv) < 0, wv.unsigned_abs(), dv.unsigned_abs(), shift),
+    }
+}
+
+/// One MAC cell on one block: the result of [`mac_f16`], computed without the Booth
+/// multiplier for the lanes aligned by 0 or 4 bits (the common case).
+///
+/// For every lane the aligned product is exact when the shift is 0, and the floor of the
+/// exact product when it is 4 (the carry-save truncation never loses a carry there,
+/// checked exhaustively); those lanes are summed in a branch-free loop over `i32` lanes
+/// that LLVM vectorises (`p = 16 * (p >> 4) + (p & 15)` keeps the partial sums within
+/// 32 bits). Lanes shifted by 8 take the floor less a tabulated truncation error; the
+/// rare larger shifts run the Booth multiplier.
+pub fn mac_f16_fast(d: &BlockLanes, w: &BlockLanes) -> MacF16 {
+    let n = d.len().min(w.len());
+    let (dc, wc) = (&d.coarse[..n], &w.coarse[..n]);
+    let (dv, wv) = (&d.val[..n], &w.val[..n]);
+    let mut max = 2 * INACTIVE;
+    for (&a, &b) in dc.iter().zip(wc) {
+        max = max.max(a + b);
+    }
+    if max < 0 {
+        return MacF16 { exp: 0, mant: 0 };
+    }
+    let t8 = booth8_errors();
+    let mut sum: i64 = 0;
+    let chunks = n / LANE_CHUNK;
+    for ch in 0..chunks {
+        let r = ch * LANE_CHUNK..(ch + 1) * LANE_CHUNK;
+        let (dc, wc, dv, wv) = (&dc[r.clone()], &wc[r.clone()], &dv[r.clone()], &wv[r]);
+        let (mut h0, mut l0, mut h1) = (0i32, 0i32, 0i32);
+        let mut slow = [0u8; LANE_CHUNK];
+        for j in 0..LANE_CHUNK {
+            let c = dc[j] + wc[j];
+            let p = dv[j] * wv[j];
+            let k0 = -i32::from(c == max);
+            let k1 = -i32::from(c == max - 1);
+            let h = p >> 4;
+            h0 += h & k0;
+            l0 += p & 15 & k0;
+            h1 += h & k1;
+            slow[j] = u8::from((c >= 0) & (c < max - 1));
+        }
+        sum += 16 * i64::from(h0) + i64::from(l0) + i64::from(h1);
+        let mut bits = u128::from_le_bytes(slow);
+        while bits != 0 {
+            let j = (bits.trailing_zeros() / 8) as usize;
+            bits &= !(0xff << (j * 8));
+            sum += i64::from(lane_product(max, dc[j] + wc[j], dv[j], wv[j], t8));
+        }
+    }
+    for i in chunks * LANE_CHUNK..n {
+        let c = dc[i] + wc[i];
+        if c >= 0 {
+            sum += i64::from(lane_product(max, c, dv[i], wv[i], t8));
+        }
+    }
+    MacF16 {
+        exp: (max * 4) as u8,
+        mant: sext(sum as u64, 38),
+    }
+}
+
 /// The NaN marker of a block, if any operand is NaN: the first NaN weight lane, else
 /// the first NaN data lane (masked lanes included).
 pub fn block_nan(d: &[u16], w: &[u16]) -> Option<MacF16> {
@@ -308,6 +467,13 @@ fn bit(v: i64, n: u32) -> bool {
     (v >> n) & 1 != 0
 }
 
+/// The highest bit of `v` at or below `top` that differs from `sign`, or -1.
+#[inline]
+fn top_bit_differing(v: i64, sign: bool, top: u32) -> i32 {
+    let x = if sign { !v } else { v } as u64 & ((2u64 << top) - 1);
+    63 - x.leading_zeros() as i32
+}
+
 impl Fp48 {
     /// Adds one MAC block result.
     pub fn accumulate(self, mac: MacF16) -> Fp48 {
@@ -330,13 +496,9 @@ impl Fp48 {
         }
         // Normalise the 38-bit MAC mantissa so that bit 36 differs from the sign.
         let m = mac.mant;
+        // Highest bit at or below 36 that differs from the sign (-1 if none).
         let s37 = bit(m, 37);
-        let mut i: i32 = 36;
-        if s37 == bit(m, 36) {
-            while i >= 0 && bit(m, i as u32) == s37 {
-                i -= 1;
-            }
-        }
+        let i = top_bit_differing(m, s37, 36);
         let sh0 = (36 - i) as u32;
         let m_reg = sext((m as u64) << sh0, 38);
         let mut mac_ext = sext((m_reg as u64) << 2, 40);
@@ -382,10 +544,7 @@ impl Fp48 {
             exp = bigger + 1;
         } else if bit(sum_tmp, 38) == bit(sum_tmp, 39) {
             let s39 = bit(sum_tmp, 39);
-            let mut j: i32 = 38;
-            while j >= 0 && bit(sum_tmp, j as u32) == s39 {
-                j -= 1;
-            }
+            let j = top_bit_differing(sum_tmp, s39, 38);
             let n1 = (38 - j) as u32;
             let v = (((sum_tmp as u64) << n1) | (out >> (40 - n1))) & M40;
             sum = sext(v, 40);
@@ -556,6 +715,284 @@ mod tests {
             .wrapping_add(v[1] >> shift)
             .wrapping_add(sign_comp_table(shift));
         s as i32
+    }
+
+    // The accumulator as first written (bit-by-bit normalisation loops): the oracle for
+    // the leading-zero version.
+    fn accumulate_loops(acc: Fp48, mac: MacF16) -> Fp48 {
+        if mac.mant == 0 {
+            return acc;
+        }
+        if acc.exp == 0xff {
+            // NaN accumulator keeps its top 11 mantissa bits.
+            return Fp48 {
+                exp: 0xff,
+                mant: sext(acc.mant as u64 & (0x7ff << 29), 40),
+            };
+        }
+        if mac.exp == 0x3f {
+            let top = ((mac.mant as u64) >> 27) & 0x7ff;
+            return Fp48 {
+                exp: 0xff,
+                mant: sext(top << 29, 40),
+            };
+        }
+        // Normalise the 38-bit MAC mantissa so that bit 36 differs from the sign.
+        let m = mac.mant;
+        let s37 = bit(m, 37);
+        let mut i: i32 = 36;
+        if s37 == bit(m, 36) {
+            while i >= 0 && bit(m, i as u32) == s37 {
+                i -= 1;
+            }
+        }
+        let sh0 = (36 - i) as u32;
+        let m_reg = sext((m as u64) << sh0, 38);
+        let mut mac_ext = sext((m_reg as u64) << 2, 40);
+        let mac_exp = (i32::from(mac.exp) - sh0 as i32 + 49) & 0xff;
+
+        let mut acc_ext = acc.mant;
+        let acc_exp = if acc.mant == 0 { 0 } else { i32::from(acc.exp) };
+
+        // Align to the bigger exponent, keeping the bits shifted out (top-aligned).
+        let mut out: u64 = 0;
+        let mut bigger = mac_exp;
+        let shift_out = |x: &mut i64, diff: i32, out: &mut u64| {
+            if diff <= 40 {
+                let d = diff as u32;
+                let low = (*x as u64) & ((1u64 << d) - 1);
+                *out = (low << (40 - d)) & M40;
+                *x >>= d;
+            } else {
+                *x = 0;
+            }
+        };
+        if mac_exp > acc_exp {
+            shift_out(&mut acc_ext, mac_exp - acc_exp, &mut out);
+        } else if mac_exp < acc_exp {
+            bigger = acc_exp;
+            shift_out(&mut mac_ext, acc_exp - mac_exp, &mut out);
+        }
+
+        let sum_tmp = sext((acc_ext.wrapping_add(mac_ext)) as u64, 40);
+        let mut overflow = false;
+        let mut high_bit1 = false;
+        let sum: i64;
+        let mut exp = bigger;
+        if bit(mac_ext, 39) == bit(acc_ext, 39) && bit(mac_ext, 39) != bit(sum_tmp, 39) {
+            high_bit1 = bit(sum_tmp, 0);
+            overflow = true;
+            let sign = u64::from(bit(mac_ext, 39)) << 39;
+            sum = sext(sign | ((sum_tmp as u64 & M40) >> 1), 40);
+            exp = bigger + 1;
+        } else if bit(sum_tmp, 38) == bit(sum_tmp, 39) {
+            let s39 = bit(sum_tmp, 39);
+            let mut j: i32 = 38;
+            while j >= 0 && bit(sum_tmp, j as u32) == s39 {
+                j -= 1;
+            }
+            let n1 = (38 - j) as u32;
+            let v = (((sum_tmp as u64) << n1) | (out >> (40 - n1))) & M40;
+            sum = sext(v, 40);
+            out = (out << n1) & M40;
+            exp = bigger - n1 as i32;
+        } else {
+            sum = sum_tmp;
+        }
+
+        let guard0 = (out >> 39) & 1 != 0;
+        let sticky0 = out & ((1 << 39) - 1) != 0;
+        let sticky1 = out != 0;
+        let neg = bit(sum, 39);
+        let round = if overflow {
+            if neg {
+                high_bit1 && sticky1
+            } else {
+                high_bit1
+            }
+        } else if neg {
+            guard0 && sticky0
+        } else {
+            guard0
+        };
+        let rounded = sext((sum as u64).wrapping_add(u64::from(round)), 40);
+        let fin = if bit(rounded, 39) != neg {
+            exp += 1;
+            let sign = u64::from(neg) << 39;
+            sext(sign | ((rounded as u64 & M40) >> 1), 40)
+        } else {
+            rounded
+        };
+        Fp48 {
+            exp: if fin == 0 { 0 } else { (exp & 0xff) as u8 },
+            mant: fin,
+        }
+    }
+
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u32 {
+            self.0 = self
+                .0
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (self.0 >> 32) as u32
+        }
+        fn below(&mut self, n: u32) -> u32 {
+            self.next() % n
+        }
+    }
+
+    /// An fp16 pattern from a mix of classes: any bits (NaN and infinity patterns
+    /// included), signed zeros, subnormals, extreme exponents, and exponents near a
+    /// block centre so that every alignment (0, 4, 8, 12, ... bits) occurs often.
+    fn random_f16(r: &mut Rng, centre: u32) -> u16 {
+        let sign = ((r.next() & 1) << 15) as u16;
+        let frac = (r.next() & 0x3ff) as u16;
+        match r.below(10) {
+            0 => r.next() as u16,
+            1 => sign,
+            2 => sign | frac.max(1),
+            3 => sign | [0x7bff, 0x7c00, 0x0001, 0x0400, 0x03ff, 0x7fff][r.below(6) as usize],
+            _ => {
+                let e = (centre as i32 + r.below(13) as i32 - 6).clamp(0, 31) as u16;
+                sign | (e << 10) | frac
+            }
+        }
+    }
+
+    fn lanes_of(h: &[u16]) -> (Lanes, BlockLanes) {
+        let (mut a, mut b) = (Lanes::default(), BlockLanes::default());
+        for &x in h {
+            a.push(x);
+            b.push(x);
+        }
+        (a, b)
+    }
+
+    #[test]
+    fn fast_mac_matches_booth_path_random() {
+        let mut r = Rng(0x0f16);
+        let mut shifts = [0u32; 4];
+        for it in 0..60_000 {
+            let n = [64, 16, 32, 8, 1, 3, 70][it % 7];
+            let (cd, cw) = (r.below(32), r.below(32));
+            let dh: Vec<u16> = (0..n).map(|_| random_f16(&mut r, cd)).collect();
+            let wh: Vec<u16> = (0..n).map(|_| random_f16(&mut r, cw)).collect();
+            let (dl, mut db) = lanes_of(&dh);
+            let (wl, mut wb) = (lanes_of(&wh).0, lanes_of(&wh).1);
+            let want = mac_f16(&dl, &wl);
+            // Unpadded (remainder lanes) and padded layouts.
+            assert_eq!(mac_f16_fast(&db, &wb), want, "{dh:04x?} {wh:04x?}");
+            db.pad();
+            wb.pad();
+            assert_eq!(mac_f16_fast(&db, &wb), want, "{dh:04x?} {wh:04x?}");
+            for i in 0..n {
+                if dl.act[i] & wl.act[i] == 1 {
+                    let m = want.exp as u32 / 4;
+                    let sh = (m - dl.coarse[i] - wl.coarse[i]) as usize;
+                    shifts[sh.min(3)] += 1;
+                }
+            }
+        }
+        // Every alignment class was exercised many times.
+        assert!(shifts.iter().all(|&c| c > 50_000), "{shifts:?}");
+    }
+
+    #[test]
+    fn fast_mac_on_single_lane_products() {
+        // One lane against a second lane that sets the block exponent: every shift.
+        let mut r = Rng(99);
+        for _ in 0..200_000 {
+            let d = [r.next() as u16, r.next() as u16];
+            let w = [r.next() as u16, r.next() as u16];
+            let (dl, db) = lanes_of(&d);
+            let (wl, wb) = lanes_of(&w);
+            assert_eq!(
+                mac_f16_fast(&db, &wb),
+                mac_f16(&dl, &wl),
+                "{d:04x?} {w:04x?}"
+            );
+        }
+    }
+
+    #[test]
+    fn booth_shift_8_table_random() {
+        let t = booth8_errors();
+        let mut r = Rng(8);
+        for _ in 0..300_000 {
+            let (w, d, neg) = (r.below(1 << 14), r.below(1 << 14), r.next() & 1 == 1);
+            let p = (w * d) as i32;
+            let x = if neg { -p } else { p };
+            let idx = (usize::from(neg) << 16) | ((w as usize & 0xff) << 8) | (d as usize & 0xff);
+            let e = ((t[idx / 64] >> (idx % 64)) & 1) as i32;
+            assert_eq!(booth_product(neg, w, d, 8), (x >> 8) - e);
+            assert_eq!(booth_product(neg, w, d, 4), x >> 4);
+        }
+    }
+
+    /// The facts the fast path rests on, over every 14-bit multiplier and multiplicand
+    /// and both signs (2^29 products per shift; run with
+    /// `cargo test --release -p nvdla-vp -- --ignored booth_shift`).
+    #[test]
+    #[ignore]
+    fn booth_shift_4_is_floor_exhaustive() {
+        for neg in [false, true] {
+            for w in 0..1u32 << 14 {
+                for d in 0..1u32 << 14 {
+                    let p = (w * d) as i32;
+                    let x = if neg { -p } else { p };
+                    assert_eq!(booth_product(neg, w, d, 4), x >> 4, "{neg} {w} {d}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    #[ignore]
+    fn booth_shift_8_table_is_exact() {
+        let t = booth8_errors();
+        for neg in [false, true] {
+            for w in 0..1u32 << 14 {
+                for d in 0..1u32 << 14 {
+                    let p = (w * d) as i32;
+                    let x = if neg { -p } else { p };
+                    let idx =
+                        (usize::from(neg) << 16) | ((w as usize & 0xff) << 8) | (d as usize & 0xff);
+                    let e = ((t[idx / 64] >> (idx % 64)) & 1) as i32;
+                    assert_eq!(booth_product(neg, w, d, 8), (x >> 8) - e, "{neg} {w} {d}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn accumulate_matches_loop_form() {
+        let mut r = Rng(48);
+        let mut acc = Fp48::default();
+        let mut acc2 = Fp48::default();
+        for it in 0..400_000 {
+            if it % 50 == 0 {
+                acc = Fp48::default();
+                acc2 = acc;
+            }
+            let bits = r.below(39);
+            let raw = (u64::from(r.next()) << 32 | u64::from(r.next())) & ((1u64 << bits) - 1);
+            let mant = if r.next() & 1 == 1 {
+                sext(raw.wrapping_neg(), 38)
+            } else {
+                sext(raw, 38)
+            };
+            let exp = match r.below(20) {
+                0 => 0x3f,
+                1 => 0,
+                _ => r.below(0x3f) as u8,
+            };
+            let mac = MacF16 { exp, mant };
+            acc = acc.accumulate(mac);
+            acc2 = accumulate_loops(acc2, mac);
+            assert_eq!(acc, acc2, "{mac:?}");
+        }
     }
 
     #[test]

@@ -12,7 +12,7 @@
 //! the inner loop is a contiguous multiply-add that LLVM vectorises. fp16 follows the
 //! operation order exactly through [`super::arith`].
 
-use super::arith::{acc48_add, block_nan, cacc_int_out, mac_f16, Fp48, Lanes, MacF16};
+use super::arith::{acc48_add, block_nan, cacc_int_out, mac_f16_fast, BlockLanes, Fp48, MacF16};
 use super::cdma::{InputCube, Weights};
 use crate::engines::{check_cube, EngineError, Precision};
 
@@ -286,7 +286,7 @@ fn conv_int_ordered(g: &Geom, input: &InputCube, w: &Weights) -> Vec<i64> {
 
 /// Decoded weight lanes of one MAC operation of one kernel.
 struct WOp {
-    lanes: Lanes,
+    lanes: BlockLanes,
     nan: Option<MacF16>,
 }
 
@@ -316,9 +316,10 @@ fn par_ranges<T: Send>(n: usize, f: impl Fn(std::ops::Range<usize>) -> T + Sync)
 
 fn conv_fp16(g: &Geom, input: &InputCube, w: &Weights) -> AccOut {
     let ops = ops(g);
+    let nops = ops.len();
     let (ow, oh) = (g.out_w, g.out_h);
-    // Weight lanes per (kernel, operation), decoded once.
-    let mut wops: Vec<WOp> = Vec::with_capacity(g.k * ops.len());
+    // Weight lanes per (kernel, operation), decoded once per layer.
+    let mut wops: Vec<WOp> = Vec::with_capacity(g.k * nops);
     let mut raw: Vec<u16> = Vec::with_capacity(g.lanes);
     for k in 0..g.k {
         for op in &ops {
@@ -328,8 +329,9 @@ fn conv_fp16(g: &Geom, input: &InputCube, w: &Weights) -> AccOut {
                     raw.push(w.data[((k * g.in_c + c) * g.r + seg.r) * g.s + seg.s] as u16);
                 }
             }
-            let mut lanes = Lanes::default();
+            let mut lanes = BlockLanes::default();
             raw.iter().for_each(|&h| lanes.push(h));
+            lanes.pad();
             wops.push(WOp {
                 lanes,
                 nan: block_nan(&[], &raw),
@@ -341,13 +343,14 @@ fn conv_fp16(g: &Geom, input: &InputCube, w: &Weights) -> AccOut {
         // Output rows in parallel; each output is independent and follows CACC order.
         let parts = par_ranges(oh, |rows| {
             let mut part = vec![0u32; rows.len() * ow * g.k];
-            let mut acc = vec![Fp48::default(); g.k];
             let mut raw: Vec<u16> = Vec::with_capacity(g.lanes);
-            let mut dl = Lanes::default();
+            // Data lanes of every operation of one output position, decoded once and
+            // used by every kernel.
+            let mut dls: Vec<BlockLanes> = vec![BlockLanes::default(); nops];
+            let mut dnans: Vec<Option<MacF16>> = vec![None; nops];
             for (ri, oy) in rows.clone().enumerate() {
                 for ox in 0..ow {
-                    acc.fill(Fp48::default());
-                    for (oi, op) in ops.iter().enumerate() {
+                    for ((op, dl), dnan) in ops.iter().zip(&mut dls).zip(&mut dnans) {
                         raw.clear();
                         for seg in op {
                             let (x, y) = in_coord(g, ox, oy, seg);
@@ -355,20 +358,21 @@ fn conv_fp16(g: &Geom, input: &InputCube, w: &Weights) -> AccOut {
                                 raw.push(data_at(g, input, b, c, y, x) as u16);
                             }
                         }
-                        let dnan = block_nan(&raw, &[]);
+                        *dnan = block_nan(&raw, &[]);
                         dl.clear();
                         raw.iter().for_each(|&h| dl.push(h));
-                        for (k, a) in acc.iter_mut().enumerate() {
-                            let wop = &wops[k * ops.len() + oi];
-                            let r = match (wop.nan, dnan) {
-                                (Some(n), _) | (None, Some(n)) => n,
-                                (None, None) => mac_f16(&dl, &wop.lanes),
-                            };
-                            *a = a.accumulate(r);
-                        }
+                        dl.pad();
                     }
-                    for (k, a) in acc.iter().enumerate() {
-                        part[(k * rows.len() + ri) * ow + ox] = a.to_f32_bits();
+                    for (k, kops) in wops.chunks_exact(nops).enumerate() {
+                        let mut acc = Fp48::default();
+                        for ((wop, dl), dnan) in kops.iter().zip(&dls).zip(&dnans) {
+                            let r = match (wop.nan, *dnan) {
+                                (Some(n), _) | (None, Some(n)) => n,
+                                (None, None) => mac_f16_fast(dl, &wop.lanes),
+                            };
+                            acc = acc.accumulate(r);
+                        }
+                        part[(k * rows.len() + ri) * ow + ox] = acc.to_f32_bits();
                     }
                 }
             }
