@@ -640,7 +640,7 @@ static int nvdla_start(struct nvdla_device *nd, unsigned long irqflags)
 	if (!nd->rs)
 		return -EINVAL;
 
-	ret = devm_request_irq(dev, nd->irq, nvdla_irq, irqflags, dev_name(dev), nd);
+	ret = devm_request_irq(dev, nd->irq, nvdla_irq, irqflags, DRIVER_NAME, nd);
 	if (ret) {
 		dev_err(dev, "cannot request IRQ %d: %d\n", nd->irq, ret);
 		goto free_rs;

@@ -83,11 +83,17 @@ def main():
         regs.mem[INTR_STATUS:INTR_STATUS + 4] = struct.pack("<I", 1)
         stats["irqs"] += 1
         print("fake-host: raising interrupt vector 0", flush=True)
-        send(IRQ, 1, 0, 1)
+        try:
+            send(IRQ, 1, 0, 1)
+        except OSError:
+            pass  # QEMU is gone
 
     buf = b""
     while True:
-        chunk = conn.recv(4096)
+        try:
+            chunk = conn.recv(4096)
+        except ConnectionResetError:  # QEMU exited with an unread message of ours
+            chunk = b""
         if not chunk:
             break
         buf += chunk

@@ -165,12 +165,26 @@ static bool msp_wait_reply(MmioSockState *s, uint32_t want, MspMsg *m)
     return false;
 }
 
-/* Called from the main loop when the process sends something unprompted. */
+/*
+ * Called from the main loop when the socket is readable: the process sent something
+ * unprompted. The vCPU thread may have consumed the data in the meantime (it reads replies
+ * synchronously, holding the BQL that this handler waits for), so only read a message that is
+ * entirely there; blocking here would hang the whole machine.
+ */
 static void msp_fd_read(void *opaque)
 {
     MmioSockState *s = opaque;
     MspMsg m;
+    ssize_t n;
 
+    n = recv(s->fd, &m, sizeof(m), MSG_PEEK | MSG_DONTWAIT);
+    if (n == 0) {
+        msp_disconnect(s, "peer closed the socket");
+        return;
+    }
+    if (n < (ssize_t)sizeof(m)) {
+        return; /* nothing, or a partial message: wait for the rest */
+    }
     if (!msp_recv(s, &m)) {
         return;
     }
