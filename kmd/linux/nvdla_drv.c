@@ -76,6 +76,9 @@ MODULE_PARM_DESC(vp_hw, "Hardware configuration behind the PCI bridge: nv_full, 
 /* Set when the Rust core panicked: its state can no longer be trusted. */
 static bool nvdla_poisoned;
 
+/* Live allocations of the Rust core; nonzero at module exit is a leak (reported). */
+static atomic_long_t nvdla_live_allocs = ATOMIC_LONG_INIT(0);
+
 enum {
 	NVDLA_IRQ_MASKED, /* bit in irq_flags: the handler disabled the line */
 };
@@ -234,15 +237,22 @@ void *nvdla_glue_alloc(size_t size, size_t align)
 	 * kmalloc aligns power-of-two sizes naturally and everything to ARCH_KMALLOC_MINALIGN;
 	 * vmalloc (kvmalloc's fallback) to pages.
 	 */
+	void *p;
+
 	if (align > PAGE_SIZE)
 		return NULL;
 	if (align > ARCH_KMALLOC_MINALIGN)
 		size = roundup_pow_of_two(max(size, align));
-	return kvmalloc(size, GFP_KERNEL);
+	p = kvmalloc(size, GFP_KERNEL);
+	if (p)
+		atomic_long_inc(&nvdla_live_allocs);
+	return p;
 }
 
 void nvdla_glue_free(void *ptr)
 {
+	if (ptr)
+		atomic_long_dec(&nvdla_live_allocs);
 	kvfree(ptr);
 }
 
@@ -581,6 +591,11 @@ static const struct file_operations nvdla_fops = {
 	.read = drm_read,
 	.llseek = noop_llseek,
 	.mmap = nvdla_mmap,
+#ifdef FOP_UNSIGNED_OFFSET
+	/* 6.12+: drm_open refuses files whose offsets may be negative (our mmap offsets
+	 * are above 4 GiB). */
+	.fop_flags = FOP_UNSIGNED_OFFSET,
+#endif
 };
 
 static const struct drm_driver nvdla_drm_driver = {
@@ -853,8 +868,13 @@ static int __init nvdla_init(void)
 
 static void __exit nvdla_exit(void)
 {
+	long live;
+
 	pci_unregister_driver(&nvdla_pci_driver);
 	platform_driver_unregister(&nvdla_platform_driver);
+	live = atomic_long_read(&nvdla_live_allocs);
+	if (live)
+		pr_err(DRIVER_NAME ": leak: %ld allocations of the driver core not freed\n", live);
 }
 
 module_init(nvdla_init);
