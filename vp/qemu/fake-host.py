@@ -5,11 +5,14 @@ It proves the bridge without any NVDLA semantics: BAR0 reads return what was wri
 holds a fixed identification word), a reset request clears the file, and interrupts can be
 raised on demand. Protocol: docs/kernel-module.md, "The bridge protocol".
 
-  fake-host.py SOCKET [--ram FILE] [--irq-after-reset SECONDS] [--expect-ram-marker TEXT]
+  fake-host.py SOCKET [--ram FILE] [--irq-on-reset N] [--preset OFF=VALUE]...
+               [--expect-ram-marker TEXT]
 
---irq-after-reset: after each reset request (a driver probing resets the device), wait this long,
-  set GLB S_INTR_STATUS (offset 0x0c in NVDLA v1's map, so the nvdla.ko handler claims it) and
-  raise interrupt vector 0, to show MSI delivery end to end.
+--irq-on-reset N: one second after the N-th reset request (QEMU resets the device at power-on,
+  a driver resets it when probing), set GLB S_INTR_STATUS (offset 0x0c in NVDLA v1's map, so
+  the nvdla.ko handler claims it) and raise interrupt vector 0, to show MSI delivery end to end.
+--preset OFF=VALUE: a 32-bit register value restored at every reset (e.g. a status register a
+  driver polls).
 --ram / --expect-ram-marker: the guest RAM file QEMU shares (memory-backend-file, share=on);
   at exit, report whether TEXT (e.g. a word of the kernel command line) is found in it, which
   shows the host process sees guest memory directly (the DMA path).
@@ -58,7 +61,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("socket")
     ap.add_argument("--ram")
-    ap.add_argument("--irq-after-reset", type=float)
+    ap.add_argument("--irq-on-reset", type=int)
+    ap.add_argument("--preset", action="append", default=[])
     ap.add_argument("--expect-ram-marker")
     args = ap.parse_args()
 
@@ -77,9 +81,15 @@ def main():
         with send_lock:
             conn.sendall(MSG.pack(kind, length, addr, value))
 
+    presets = [tuple(int(x, 0) for x in p.split("=", 1)) for p in args.preset]
+
+    def reset(regs):
+        regs.reset()
+        for off, val in presets:
+            regs.mem[off:off + 4] = struct.pack("<I", val)
+
     def irq_later(delay):
         time.sleep(delay)
-        regs.write(INTR_STATUS, 4, 0)  # keep W1C semantics out of our own set
         regs.mem[INTR_STATUS:INTR_STATUS + 4] = struct.pack("<I", 1)
         stats["irqs"] += 1
         print("fake-host: raising interrupt vector 0", flush=True)
@@ -102,6 +112,7 @@ def main():
             buf = buf[MSG.size:]
             if kind == HELLO:
                 regs = RegisterFile(value)
+                reset(regs)
                 print(f"fake-host: hello, protocol {addr}, BAR0 {value:#x} bytes", flush=True)
             elif kind == READ:
                 v = regs.read(addr, length)
@@ -114,12 +125,12 @@ def main():
                 print(f"fake-host: write {addr:#07x}/{length} <- {value:#x}", flush=True)
             elif kind == RESET:
                 if regs:
-                    regs.reset()
+                    reset(regs)
                 stats["resets"] += 1
                 print("fake-host: reset", flush=True)
                 send(RESET_DONE)
-                if args.irq_after_reset is not None:
-                    threading.Thread(target=irq_later, args=(args.irq_after_reset,), daemon=True).start()
+                if stats["resets"] == args.irq_on_reset:
+                    threading.Thread(target=irq_later, args=(1.0,), daemon=True).start()
             else:
                 print(f"fake-host: unknown message {kind:#x}", flush=True)
     print("fake-host: summary " + " ".join(f"{k}={v}" for k, v in stats.items()), flush=True)
