@@ -134,6 +134,12 @@ int nvdla_glue_reg_read(void *ctx, u32 offset, u32 *value)
 	if (offset > nd->regs_size || nd->regs_size - offset < 4)
 		return -EINVAL;
 	*value = readl(nd->regs + offset);
+	/*
+	 * The firmware polls some registers up to POLL_LIMIT times; over the virtual platform's
+	 * bridge each read is a socket round trip, so a poll can last seconds. Always process
+	 * context here (the IRQ handler reads the registers directly).
+	 */
+	cond_resched();
 	return 0;
 }
 
