@@ -283,60 +283,151 @@ pub fn mac_f16_block(d: &[u16], w: &[u16]) -> MacF16 {
     mac_f16(&a, &b)
 }
 
-/// Coarse exponent of an inactive lane in [`BlockLanes`]: a sum with it is negative.
-const INACTIVE: i32 = -64;
+/// Coarse exponent of an inactive lane in [`Blocks`]: a coarse sum with it is negative.
+const INACTIVE: i16 = -64;
 
-/// Lanes of one MAC operation in the layout of [`mac_f16_fast`]: structure of arrays,
-/// padded with inactive lanes to a multiple of [`LANE_CHUNK`].
-#[derive(Debug, Default, Clone)]
-pub struct BlockLanes {
-    /// Coarse exponent (`exp >> 2`) of an active lane, negative for an inactive one.
-    pub coarse: Vec<i32>,
-    /// Pre-shifted mantissa with the sign applied, 0 for an inactive lane.
-    pub val: Vec<i32>,
-}
-
-/// Lanes the block kernel processes at once.
+/// Blocks are padded with inactive lanes to a multiple of this.
 pub const LANE_CHUNK: usize = 16;
 
-impl BlockLanes {
-    /// Removes every lane.
+/// Most lanes the block kernel sums in 32-bit partial sums (see [`mac_f16_fast`]).
+const MAX_GROUP: usize = 64;
+
+/// MAC operand blocks of `lanes` lanes each (padded with inactive lanes, which take no
+/// part in the block exponent or the sum), stored one after the other in the layout of
+/// [`mac_f16_fast`]: structure of arrays of 16-bit lanes, and on x86_64 the same lanes
+/// eight to an SSE2 register.
+#[derive(Debug, Clone)]
+pub struct Blocks {
+    lanes: usize,
+    /// Coarse exponent (`exp >> 2`) of an active lane, negative for an inactive one.
+    coarse: Vec<i16>,
+    /// Pre-shifted mantissa with the sign applied (|v| <= 0x3ff8), 0 when inactive.
+    val: Vec<i16>,
+    /// `val >> 7` (arithmetic): with `lo`, `val = 128 * hi + lo`.
+    hi: Vec<i16>,
+    /// `val & 127`.
+    lo: Vec<i16>,
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    regs: sse2::Regs,
+}
+
+/// One block of [`Blocks`].
+#[derive(Debug, Clone, Copy)]
+pub struct BlockRef<'a> {
+    coarse: &'a [i16],
+    val: &'a [i16],
+    hi: &'a [i16],
+    lo: &'a [i16],
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    data: &'a [[safe_arch::m128i; 5]],
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    weight: &'a [[safe_arch::m128i; 2]],
+}
+
+impl Blocks {
+    /// Empty, for blocks of up to `lanes` lanes.
+    pub fn new(lanes: usize) -> Self {
+        Blocks {
+            lanes: lanes.max(1).div_ceil(LANE_CHUNK) * LANE_CHUNK,
+            coarse: Vec::new(),
+            val: Vec::new(),
+            hi: Vec::new(),
+            lo: Vec::new(),
+            #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+            regs: sse2::Regs::default(),
+        }
+    }
+
+    /// Removes every block.
     pub fn clear(&mut self) {
         self.coarse.clear();
         self.val.clear();
+        self.hi.clear();
+        self.lo.clear();
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        self.regs.clear();
     }
 
-    /// Appends the lane of an fp16 bit pattern.
-    #[inline]
-    pub fn push(&mut self, h: u16) {
-        let l = F16Lane::decode(h);
-        if l.active {
-            let m = i32::from(l.mts);
-            self.coarse.push(i32::from(l.coarse));
-            self.val.push(if l.sign { -m } else { m });
-        } else {
-            self.coarse.push(INACTIVE);
-            self.val.push(0);
+    /// Appends the block of fp16 bit patterns `h` (at most `lanes` of them; more are
+    /// ignored).
+    pub fn push_block(&mut self, h: &[u16]) {
+        let start = self.val.len();
+        for i in 0..self.lanes {
+            let l = F16Lane::decode(h.get(i).copied().unwrap_or(0));
+            let (c, v) = if l.active {
+                let m = l.mts as i16;
+                (i16::from(l.coarse), if l.sign { -m } else { m })
+            } else {
+                (INACTIVE, 0)
+            };
+            self.coarse.push(c);
+            self.val.push(v);
+            self.hi.push(v >> 7);
+            self.lo.push(v & 127);
         }
-    }
-
-    /// Pads with inactive lanes to a multiple of [`LANE_CHUNK`] (padding changes no
-    /// result: inactive lanes take no part in the block exponent or the sum).
-    pub fn pad(&mut self) {
-        while self.coarse.len() % LANE_CHUNK != 0 {
-            self.coarse.push(INACTIVE);
-            self.val.push(0);
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        for i in (start..self.val.len()).step_by(8) {
+            let r = i..i + 8;
+            self.regs.push(
+                &self.coarse[r.clone()],
+                &self.hi[r.clone()],
+                &self.lo[r.clone()],
+                &self.val[r],
+            );
         }
+        let _ = start;
     }
 
-    /// Number of lanes (padding included).
+    /// Number of blocks.
     pub fn len(&self) -> usize {
-        self.val.len()
+        self.val.len() / self.lanes
     }
 
-    /// No lanes.
+    /// No blocks.
     pub fn is_empty(&self) -> bool {
         self.val.is_empty()
+    }
+
+    /// [`mac_f16_fast`] on data block `di` of `self` and weight block `wi` of `w`.
+    #[inline]
+    pub fn mac(&self, di: usize, w: &Blocks, wi: usize) -> MacF16 {
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        {
+            let (dn, wn) = (self.lanes / 8, w.lanes / 8);
+            let (dr, wr) = (
+                di * self.lanes..(di + 1) * self.lanes,
+                wi * w.lanes..(wi + 1) * w.lanes,
+            );
+            sse2::mac_block(
+                &self.regs.data[di * dn..(di + 1) * dn],
+                &w.regs.weight[wi * wn..(wi + 1) * wn],
+                [
+                    &self.coarse[dr.clone()],
+                    &self.val[dr],
+                    &w.coarse[wr.clone()],
+                    &w.val[wr],
+                ],
+            )
+        }
+        #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+        mac_f16_portable(self.block(di), w.block(wi))
+    }
+
+    /// Block `i`.
+    pub fn block(&self, i: usize) -> BlockRef<'_> {
+        let r = i * self.lanes..(i + 1) * self.lanes;
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        let g = i * self.lanes / 8..(i + 1) * self.lanes / 8;
+        BlockRef {
+            coarse: &self.coarse[r.clone()],
+            val: &self.val[r.clone()],
+            hi: &self.hi[r.clone()],
+            lo: &self.lo[r],
+            #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+            data: &self.regs.data[g.clone()],
+            #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+            weight: &self.regs.weight[g],
+        }
     }
 }
 
@@ -344,7 +435,8 @@ impl BlockLanes {
 /// `negative << 16 | (w & 0xff) << 8 | (d & 0xff)`: bit set when
 /// `booth_product(negative, w, d, 8)` is one less than `(±w·d) >> 8`. Checked
 /// exhaustively over all 14-bit `w`, `d` and both signs (`booth_shift_8_table_is_exact`,
-/// run with `--ignored`): the error is 0 or 1 and depends on these bits only.
+/// run with `--ignored`): the error is 0 or 1, depends on these bits only, and is 0
+/// whenever the low byte of `±w·d` exceeds 8.
 fn booth8_errors() -> &'static [u64] {
     static TABLE: std::sync::OnceLock<Vec<u64>> = std::sync::OnceLock::new();
     TABLE.get_or_init(|| {
@@ -361,6 +453,17 @@ fn booth8_errors() -> &'static [u64] {
     })
 }
 
+/// The shift-8 truncation error of `dv * wv` (0 or 1) from [`booth8_errors`].
+#[cold]
+#[inline(never)]
+fn booth8_error(dv: i32, wv: i32, t8: &[u64]) -> i32 {
+    let neg = (dv ^ wv) < 0;
+    let idx = (usize::from(neg) << 16)
+        | ((wv.unsigned_abs() as usize & 0xff) << 8)
+        | (dv.unsigned_abs() as usize & 0xff);
+    ((t8[idx / 64] >> (idx % 64)) & 1) as i32
+}
+
 /// Aligned Booth product of one active lane (`c` its coarse sum, `dv`/`wv` signed
 /// mantissas), shortcutting the shifts where the truncation is known exactly.
 #[inline]
@@ -372,13 +475,8 @@ fn lane_product(max: i32, c: i32, dv: i32, wv: i32, t8: &[u64]) -> i32 {
         0 => p,
         // Exhaustively checked: at shift 4 the carry-save truncation equals the floor.
         4 => p >> 4,
-        8 => {
-            let neg = (dv ^ wv) < 0;
-            let idx = (usize::from(neg) << 16)
-                | ((wv.unsigned_abs() as usize & 0xff) << 8)
-                | (dv.unsigned_abs() as usize & 0xff);
-            (p >> 8) - ((t8[idx / 64] >> (idx % 64)) & 1) as i32
-        }
+        8 if p & 0xff > 8 => p >> 8,
+        8 => (p >> 8) - booth8_error(dv, wv, t8),
         _ => booth_product((dv ^ wv) < 0, wv.unsigned_abs(), dv.unsigned_abs(), shift),
     }
 }
@@ -388,16 +486,31 @@ fn lane_product(max: i32, c: i32, dv: i32, wv: i32, t8: &[u64]) -> i32 {
 ///
 /// For every lane the aligned product is exact when the shift is 0, and the floor of the
 /// exact product when it is 4 (the carry-save truncation never loses a carry there,
-/// checked exhaustively); those lanes are summed in a branch-free loop over `i32` lanes
-/// that LLVM vectorises (`p = 16 * (p >> 4) + (p & 15)` keeps the partial sums within
-/// 32 bits). Lanes shifted by 8 take the floor less a tabulated truncation error; the
-/// rare larger shifts run the Booth multiplier.
-pub fn mac_f16_fast(d: &BlockLanes, w: &BlockLanes) -> MacF16 {
-    let n = d.len().min(w.len());
-    let (dc, wc) = (&d.coarse[..n], &w.coarse[..n]);
-    let (dv, wv) = (&d.val[..n], &w.val[..n]);
+/// checked exhaustively). With the data mantissa split as `d = 128 * hi + lo`:
+/// - shift 0: `Σ w·d = 128·Σ w·hi + Σ w·lo`, two 16x16-bit multiply-add reductions
+///   (`pmaddwd`) whose sums stay within 2^27 for 64 lanes;
+/// - shift 4: `Σ floor(w·d / 16) = 8·Σ w·hi + Σ floor(w·lo / 16)`, since `128·w·hi`
+///   is a multiple of 16; the last products are under 2^21, the sum under 2^27.
+///
+/// Lanes shifted by 8 take the floor less a tabulated truncation error; the rare larger
+/// shifts run the Booth multiplier. On x86_64 the kernel runs on SSE2 registers
+/// (`sse2::mac`), elsewhere in plain Rust ([`mac_f16_portable`]).
+#[inline]
+pub fn mac_f16_fast(d: BlockRef<'_>, w: BlockRef<'_>) -> MacF16 {
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    {
+        sse2::mac_block(d.data, w.weight, [d.coarse, d.val, w.coarse, w.val])
+    }
+    #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+    mac_f16_portable(d, w)
+}
+
+/// [`mac_f16_fast`] in plain Rust: the path of targets without SSE2, and a second
+/// oracle of the SSE2 kernel in tests.
+pub fn mac_f16_portable(d: BlockRef<'_>, w: BlockRef<'_>) -> MacF16 {
+    let n = d.val.len().min(w.val.len());
     let mut max = 2 * INACTIVE;
-    for (&a, &b) in dc.iter().zip(wc) {
+    for (&a, &b) in d.coarse[..n].iter().zip(&w.coarse[..n]) {
         max = max.max(a + b);
     }
     if max < 0 {
@@ -405,40 +518,218 @@ pub fn mac_f16_fast(d: &BlockLanes, w: &BlockLanes) -> MacF16 {
     }
     let t8 = booth8_errors();
     let mut sum: i64 = 0;
-    let chunks = n / LANE_CHUNK;
-    for ch in 0..chunks {
-        let r = ch * LANE_CHUNK..(ch + 1) * LANE_CHUNK;
-        let (dc, wc, dv, wv) = (&dc[r.clone()], &wc[r.clone()], &dv[r.clone()], &wv[r]);
-        let (mut h0, mut l0, mut h1) = (0i32, 0i32, 0i32);
-        let mut slow = [0u8; LANE_CHUNK];
-        for j in 0..LANE_CHUNK {
-            let c = dc[j] + wc[j];
-            let p = dv[j] * wv[j];
-            let k0 = -i32::from(c == max);
-            let k1 = -i32::from(c == max - 1);
-            let h = p >> 4;
-            h0 += h & k0;
-            l0 += p & 15 & k0;
-            h1 += h & k1;
-            slow[j] = u8::from((c >= 0) & (c < max - 1));
-        }
-        sum += 16 * i64::from(h0) + i64::from(l0) + i64::from(h1);
-        let mut bits = u128::from_le_bytes(slow);
-        while bits != 0 {
-            let j = (bits.trailing_zeros() / 8) as usize;
-            bits &= !(0xff << (j * 8));
-            sum += i64::from(lane_product(max, dc[j] + wc[j], dv[j], wv[j], t8));
-        }
-    }
-    for i in chunks * LANE_CHUNK..n {
-        let c = dc[i] + wc[i];
-        if c >= 0 {
-            sum += i64::from(lane_product(max, c, dv[i], wv[i], t8));
-        }
+    let mut start = 0;
+    while start < n {
+        let end = n.min(start + MAX_GROUP);
+        sum += mac_group(d, w, start..end, max, t8);
+        start = end;
     }
     MacF16 {
         exp: (max * 4) as u8,
         mant: sext(sum as u64, 38),
+    }
+}
+
+/// The sum of aligned products of lanes `r` (at most [`MAX_GROUP`]).
+#[inline]
+fn mac_group(
+    d: BlockRef<'_>,
+    w: BlockRef<'_>,
+    r: std::ops::Range<usize>,
+    max: i16,
+    t8: &[u64],
+) -> i64 {
+    let (dc, wc) = (&d.coarse[r.clone()], &w.coarse[r.clone()]);
+    let (dh, dl, dv) = (&d.hi[r.clone()], &d.lo[r.clone()], &d.val[r.clone()]);
+    let wv = &w.val[r];
+    let n = wv.len();
+    let (dc, wc, dh, dl, dv) = (&dc[..n], &wc[..n], &dh[..n], &dl[..n], &dv[..n]);
+    // Shift 0 lanes: hi and lo parts, each a multiply-add reduction.
+    let (mut s0h, mut s0l) = (0i32, 0i32);
+    for i in 0..n {
+        let k0 = -i16::from(dc[i] + wc[i] == max);
+        s0h += i32::from(dh[i] & k0) * i32::from(wv[i]);
+        s0l += i32::from(dl[i] & k0) * i32::from(wv[i]);
+    }
+    // Shift 4 lanes.
+    let (mut s1h, mut s1l) = (0i32, 0i32);
+    for i in 0..n {
+        let k1 = -i16::from(dc[i] + wc[i] == max - 1);
+        s1h += i32::from(dh[i] & k1) * i32::from(wv[i]);
+        s1l += (i32::from(dl[i] & k1) * i32::from(wv[i])) >> 4;
+    }
+    let mut sum = 128 * i64::from(s0h) + i64::from(s0l) + 8 * i64::from(s1h) + i64::from(s1l);
+    // Larger shifts, one lane at a time.
+    for i in 0..n {
+        let c = dc[i] + wc[i];
+        if c >= 0 && c < max - 1 {
+            let (c, m) = (i32::from(c), i32::from(max));
+            sum += i64::from(lane_product(m, c, i32::from(dv[i]), i32::from(wv[i]), t8));
+        }
+    }
+    sum
+}
+
+/// The block kernel on SSE2 registers of eight 16-bit lanes (`safe_arch` wraps the
+/// intrinsics, so the crate stays free of `unsafe`).
+///
+/// Per register: the coarse sums `c = dc + wc`, masks `k0 = (c == max)` and
+/// `k1 = (c == max - 1)`, then two multiply-add reductions (`pmaddwd`) of the weights
+/// with `a_h = 16·hi` (k0) or `hi` (k1) and `a_l = 16·lo` (k0) or `lo` (k1), and the
+/// remainders `(w·lo) mod 16` of the k1 lanes (`pmullw`). With the mantissa split
+/// `d = 128·hi + lo` (see [`mac_f16_fast`]):
+/// `16 · Σ = 128·Σ w·a_h + Σ w·a_l − Σ_k1 (w·lo mod 16)`, an exact division by 16.
+/// Bounds: |16·hi|, 16·lo <= 2048 and |w| <= 0x3ff8, so a 32-bit register lane, which
+/// gets two products per register of lanes, holds 16 products (a group of 64 lanes)
+/// below 2^30; the remainders, at most 15 per register, stay below 2^7 in 16-bit lanes.
+/// Lanes shifted by 8 or more are flagged with `movemask` and computed one at a time.
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+mod sse2 {
+    use super::{booth8_errors, lane_product, sext, MacF16};
+    use safe_arch::{
+        add_i16_m128i, add_i32_m128i, bitand_m128i, bitor_m128i, cmp_eq_mask_i16_m128i,
+        cmp_gt_mask_i16_m128i, extract_i16_as_i32_m128i, get_i32_from_m128i_s, m128i,
+        max_i16_m128i, move_mask_i8_m128i, mul_i16_horizontal_add_m128i, mul_i16_keep_low_m128i,
+        set_splat_i16_m128i, shuffle_ai_f32_all_m128i, shuffle_ai_i16_l64all_m128i, sub_i32_m128i,
+        zeroed_m128i,
+    };
+
+    /// Registers per group: 64 lanes (the bound above).
+    const GROUP: usize = 8;
+
+    /// Lanes eight to a register, interleaved per register: as data
+    /// `[c, hi, 16·hi, lo, 16·lo]`, as weights `[c, val]` (the kernel reads 32 bytes of
+    /// weights per eight lanes, so a layer's weights stay in cache).
+    #[derive(Debug, Default, Clone)]
+    pub(super) struct Regs {
+        pub(super) data: Vec<[m128i; 5]>,
+        pub(super) weight: Vec<[m128i; 2]>,
+    }
+
+    fn reg(x: &[i16], scale: i16) -> m128i {
+        let mut a = [0i16; 8];
+        for (o, &v) in a.iter_mut().zip(x) {
+            *o = v * scale;
+        }
+        m128i::from(a)
+    }
+
+    impl Regs {
+        pub(super) fn clear(&mut self) {
+            self.data.clear();
+            self.weight.clear();
+        }
+
+        /// Appends eight lanes given as arrays.
+        pub(super) fn push(&mut self, c: &[i16], hi: &[i16], lo: &[i16], val: &[i16]) {
+            let cr = reg(c, 1);
+            self.data
+                .push([cr, reg(hi, 1), reg(hi, 16), reg(lo, 1), reg(lo, 16)]);
+            self.weight.push([cr, reg(val, 1)]);
+        }
+    }
+
+    /// Sum of the four 32-bit lanes (pairs first, in 32 bits: see the bounds above).
+    #[inline(always)]
+    fn sum_i32(v: m128i) -> i64 {
+        let t = add_i32_m128i(v, shuffle_ai_f32_all_m128i::<0x4e>(v));
+        i64::from(get_i32_from_m128i_s(t))
+            + i64::from(get_i32_from_m128i_s(shuffle_ai_f32_all_m128i::<0x55>(t)))
+    }
+
+    /// Largest of the eight 16-bit lanes.
+    #[inline(always)]
+    fn max_i16(v: m128i) -> i16 {
+        let v = max_i16_m128i(v, shuffle_ai_f32_all_m128i::<0x4e>(v));
+        let v = max_i16_m128i(v, shuffle_ai_f32_all_m128i::<0xb1>(v));
+        let v = max_i16_m128i(v, shuffle_ai_i16_l64all_m128i::<0xb1>(v));
+        extract_i16_as_i32_m128i::<0>(v) as i16
+    }
+
+    /// The MAC cell on one block given as data and weight registers.
+    #[inline(always)]
+    /// `lanes` holds the same lanes as arrays: data coarse and value, weight coarse and
+    /// value.
+    pub(super) fn mac_block(d: &[[m128i; 5]], w: &[[m128i; 2]], lanes: [&[i16]; 4]) -> MacF16 {
+        let n = d.len().min(w.len());
+        let (d, w) = (&d[..n], &w[..n]);
+        let mut m = set_splat_i16_m128i(i16::MIN);
+        for (a, b) in d.iter().zip(w) {
+            m = max_i16_m128i(m, add_i16_m128i(a[0], b[0]));
+        }
+        let max = max_i16(m);
+        if max < 0 {
+            return MacF16 { exp: 0, mant: 0 };
+        }
+        MacF16 {
+            exp: (max * 4) as u8,
+            mant: sext(mac(d, w, max, lanes) as u64, 38),
+        }
+    }
+
+    /// The sum of the aligned products of all lanes, for block exponent `max`.
+    #[inline(always)]
+    fn mac(dv: &[[m128i; 5]], wv: &[[m128i; 2]], max: i16, lanes: [&[i16]; 4]) -> i64 {
+        let max0 = set_splat_i16_m128i(max);
+        let max1 = set_splat_i16_m128i(max - 1);
+        let minus1 = set_splat_i16_m128i(-1);
+        let fifteen = set_splat_i16_m128i(15);
+        let ones = set_splat_i16_m128i(1);
+        let mut total: i64 = 0;
+        for (g, (dg, wg)) in dv.chunks(GROUP).zip(wv.chunks(GROUP)).enumerate() {
+            let (mut ah, mut al, mut rem) = (zeroed_m128i(), zeroed_m128i(), zeroed_m128i());
+            // Two mask bits per lane, four registers to a word.
+            let mut slow = [0u64; GROUP / 4];
+            for (j, (dr, wr)) in dg.iter().zip(wg).enumerate() {
+                let [dc, h, h16, l, l16] = *dr;
+                let [wc, w] = *wr;
+                let c = add_i16_m128i(dc, wc);
+                let k0 = cmp_eq_mask_i16_m128i(c, max0);
+                let k1 = cmp_eq_mask_i16_m128i(c, max1);
+                let lo1 = bitand_m128i(l, k1);
+                let a_h = bitor_m128i(bitand_m128i(h16, k0), bitand_m128i(h, k1));
+                let a_l = bitor_m128i(bitand_m128i(l16, k0), lo1);
+                ah = add_i32_m128i(ah, mul_i16_horizontal_add_m128i(a_h, w));
+                al = add_i32_m128i(al, mul_i16_horizontal_add_m128i(a_l, w));
+                let r = bitand_m128i(mul_i16_keep_low_m128i(w, lo1), fifteen);
+                rem = add_i16_m128i(rem, r);
+                // Active (c >= 0) and shifted by 8 or more (c < max - 1).
+                let s = bitand_m128i(
+                    cmp_gt_mask_i16_m128i(c, minus1),
+                    cmp_gt_mask_i16_m128i(max1, c),
+                );
+                slow[j / 4] |= u64::from(move_mask_i8_m128i(s) as u16) << (16 * (j % 4));
+            }
+            // al - rem per 32-bit lane (rem < 2^10), then the lane sums.
+            let al = sub_i32_m128i(al, mul_i16_horizontal_add_m128i(rem, ones));
+            let sixteen = 128 * sum_i32(ah) + sum_i32(al);
+            debug_assert_eq!(sixteen % 16, 0);
+            total += sixteen >> 4;
+            if slow != [0; GROUP / 4] {
+                total += slow_lanes(lanes, g * GROUP * 8, max, slow);
+            }
+        }
+        total
+    }
+
+    /// The lanes flagged in `slow` (two bits per lane; lane `base` first), one at a
+    /// time.
+    #[inline(never)]
+    fn slow_lanes(lanes: [&[i16]; 4], base: usize, max: i16, slow: [u64; GROUP / 4]) -> i64 {
+        let [dc, dv, wc, wv] = lanes;
+        let t8 = booth8_errors();
+        let mut total = 0;
+        for (word, mut bits) in slow.into_iter().enumerate() {
+            while bits != 0 {
+                let b = bits.trailing_zeros() as usize;
+                bits &= !(3u64 << b);
+                let i = base + word * 32 + b / 2;
+                let c = i32::from(dc[i] + wc[i]);
+                let p = lane_product(i32::from(max), c, dv[i].into(), wv[i].into(), t8);
+                total += i64::from(p);
+            }
+        }
+        total
     }
 }
 
@@ -861,13 +1152,30 @@ mod tests {
         }
     }
 
-    fn lanes_of(h: &[u16]) -> (Lanes, BlockLanes) {
-        let (mut a, mut b) = (Lanes::default(), BlockLanes::default());
-        for &x in h {
-            a.push(x);
-            b.push(x);
+    fn lanes_of(h: &[u16]) -> Lanes {
+        let mut a = Lanes::default();
+        h.iter().for_each(|&x| a.push(x));
+        a
+    }
+
+    /// Both fast kernels (SSE2 where built, and the portable one) against the Booth path.
+    fn check_fast(dh: &[u16], wh: &[u16], filler: &[u16]) -> MacF16 {
+        let want = mac_f16(&lanes_of(dh), &lanes_of(wh));
+        let n = dh.len().max(wh.len()).max(filler.len());
+        let (mut db, mut wb) = (Blocks::new(n), Blocks::new(n));
+        // A block before and after, so that block offsets are exercised.
+        for b in [&mut db, &mut wb] {
+            b.push_block(filler);
         }
-        (a, b)
+        db.push_block(dh);
+        wb.push_block(wh);
+        for b in [&mut db, &mut wb] {
+            b.push_block(filler);
+        }
+        let (d, w) = (db.block(1), wb.block(1));
+        assert_eq!(mac_f16_fast(d, w), want, "{dh:04x?} {wh:04x?}");
+        assert_eq!(mac_f16_portable(d, w), want, "{dh:04x?} {wh:04x?}");
+        want
     }
 
     #[test]
@@ -875,18 +1183,13 @@ mod tests {
         let mut r = Rng(0x0f16);
         let mut shifts = [0u32; 4];
         for it in 0..60_000 {
-            let n = [64, 16, 32, 8, 1, 3, 70][it % 7];
+            let n = [64, 16, 32, 8, 1, 3, 70, 130][it % 8];
             let (cd, cw) = (r.below(32), r.below(32));
             let dh: Vec<u16> = (0..n).map(|_| random_f16(&mut r, cd)).collect();
             let wh: Vec<u16> = (0..n).map(|_| random_f16(&mut r, cw)).collect();
-            let (dl, mut db) = lanes_of(&dh);
-            let (wl, mut wb) = (lanes_of(&wh).0, lanes_of(&wh).1);
-            let want = mac_f16(&dl, &wl);
-            // Unpadded (remainder lanes) and padded layouts.
-            assert_eq!(mac_f16_fast(&db, &wb), want, "{dh:04x?} {wh:04x?}");
-            db.pad();
-            wb.pad();
-            assert_eq!(mac_f16_fast(&db, &wb), want, "{dh:04x?} {wh:04x?}");
+            let filler: Vec<u16> = (0..n).map(|_| random_f16(&mut r, 15)).collect();
+            let want = check_fast(&dh, &wh, &filler);
+            let (dl, wl) = (lanes_of(&dh), lanes_of(&wh));
             for i in 0..n {
                 if dl.act[i] & wl.act[i] == 1 {
                     let m = want.exp as u32 / 4;
@@ -906,13 +1209,24 @@ mod tests {
         for _ in 0..200_000 {
             let d = [r.next() as u16, r.next() as u16];
             let w = [r.next() as u16, r.next() as u16];
-            let (dl, db) = lanes_of(&d);
-            let (wl, wb) = lanes_of(&w);
-            assert_eq!(
-                mac_f16_fast(&db, &wb),
-                mac_f16(&dl, &wl),
-                "{d:04x?} {w:04x?}"
-            );
+            check_fast(&d, &w, &[]);
+        }
+    }
+
+    #[test]
+    fn fast_mac_worst_case_magnitudes() {
+        // Largest mantissas (0x3ff8 after the fine shift) in all 64 lanes, both signs:
+        // the partial sums' bounds.
+        for (sd, sw) in [(0, 0), (0x8000, 0), (0, 0x8000), (0x8000, 0x8000)] {
+            let d = [0x7bffu16 | sd; 64];
+            let w = [0x7bffu16 | sw; 64];
+            check_fast(&d, &w, &[]);
+            // Half the lanes one coarse step lower (shift 4), with the largest mantissa.
+            let mut w2 = w;
+            for x in w2.iter_mut().step_by(2) {
+                *x = 0x6bff | sw;
+            }
+            check_fast(&d, &w2, &[]);
         }
     }
 
@@ -961,6 +1275,7 @@ mod tests {
                         (usize::from(neg) << 16) | ((w as usize & 0xff) << 8) | (d as usize & 0xff);
                     let e = ((t[idx / 64] >> (idx % 64)) & 1) as i32;
                     assert_eq!(booth_product(neg, w, d, 8), (x >> 8) - e, "{neg} {w} {d}");
+                    assert!(e == 0 || x & 0xff <= 8, "{neg} {w} {d}");
                 }
             }
         }

@@ -12,7 +12,7 @@
 //! the inner loop is a contiguous multiply-add that LLVM vectorises. fp16 follows the
 //! operation order exactly through [`super::arith`].
 
-use super::arith::{acc48_add, block_nan, cacc_int_out, mac_f16_fast, BlockLanes, Fp48, MacF16};
+use super::arith::{acc48_add, block_nan, cacc_int_out, Blocks, Fp48, MacF16};
 use super::cdma::{InputCube, Weights};
 use crate::engines::{check_cube, EngineError, Precision};
 
@@ -284,12 +284,6 @@ fn conv_int_ordered(g: &Geom, input: &InputCube, w: &Weights) -> Vec<i64> {
     out
 }
 
-/// Decoded weight lanes of one MAC operation of one kernel.
-struct WOp {
-    lanes: BlockLanes,
-    nan: Option<MacF16>,
-}
-
 /// Splits `0..n` over the available cores and runs `f` on each part (results in order).
 fn par_ranges<T: Send>(n: usize, f: impl Fn(std::ops::Range<usize>) -> T + Sync) -> Vec<T> {
     let threads = std::thread::available_parallelism()
@@ -318,8 +312,10 @@ fn conv_fp16(g: &Geom, input: &InputCube, w: &Weights) -> AccOut {
     let ops = ops(g);
     let nops = ops.len();
     let (ow, oh) = (g.out_w, g.out_h);
-    // Weight lanes per (kernel, operation), decoded once per layer.
-    let mut wops: Vec<WOp> = Vec::with_capacity(g.k * nops);
+    // Weight blocks of every (kernel, operation), decoded once per layer and stored
+    // contiguously in that order (the order the kernels are computed in).
+    let mut wblocks = Blocks::new(g.lanes);
+    let mut wnan: Vec<Option<MacF16>> = Vec::with_capacity(g.k * nops);
     let mut raw: Vec<u16> = Vec::with_capacity(g.lanes);
     for k in 0..g.k {
         for op in &ops {
@@ -329,28 +325,25 @@ fn conv_fp16(g: &Geom, input: &InputCube, w: &Weights) -> AccOut {
                     raw.push(w.data[((k * g.in_c + c) * g.r + seg.r) * g.s + seg.s] as u16);
                 }
             }
-            let mut lanes = BlockLanes::default();
-            raw.iter().for_each(|&h| lanes.push(h));
-            lanes.pad();
-            wops.push(WOp {
-                lanes,
-                nan: block_nan(&[], &raw),
-            });
+            wblocks.push_block(&raw);
+            wnan.push(block_nan(&[], &raw));
         }
     }
+    let any_wnan = wnan.iter().any(Option::is_some);
     let mut out = vec![0i64; input.batches * g.k * oh * ow];
     for b in 0..input.batches {
         // Output rows in parallel; each output is independent and follows CACC order.
         let parts = par_ranges(oh, |rows| {
             let mut part = vec![0u32; rows.len() * ow * g.k];
             let mut raw: Vec<u16> = Vec::with_capacity(g.lanes);
-            // Data lanes of every operation of one output position, decoded once and
+            // Data blocks of every operation of one output position, decoded once and
             // used by every kernel.
-            let mut dls: Vec<BlockLanes> = vec![BlockLanes::default(); nops];
+            let mut dblocks = Blocks::new(g.lanes);
             let mut dnans: Vec<Option<MacF16>> = vec![None; nops];
             for (ri, oy) in rows.clone().enumerate() {
                 for ox in 0..ow {
-                    for ((op, dl), dnan) in ops.iter().zip(&mut dls).zip(&mut dnans) {
+                    dblocks.clear();
+                    for (op, dnan) in ops.iter().zip(&mut dnans) {
                         raw.clear();
                         for seg in op {
                             let (x, y) = in_coord(g, ox, oy, seg);
@@ -359,18 +352,23 @@ fn conv_fp16(g: &Geom, input: &InputCube, w: &Weights) -> AccOut {
                             }
                         }
                         *dnan = block_nan(&raw, &[]);
-                        dl.clear();
-                        raw.iter().for_each(|&h| dl.push(h));
-                        dl.pad();
+                        dblocks.push_block(&raw);
                     }
-                    for (k, kops) in wops.chunks_exact(nops).enumerate() {
+                    let nan = any_wnan || dnans.iter().any(Option::is_some);
+                    for k in 0..g.k {
                         let mut acc = Fp48::default();
-                        for ((wop, dl), dnan) in kops.iter().zip(&dls).zip(&dnans) {
-                            let r = match (wop.nan, *dnan) {
-                                (Some(n), _) | (None, Some(n)) => n,
-                                (None, None) => mac_f16_fast(dl, &wop.lanes),
-                            };
-                            acc = acc.accumulate(r);
+                        if nan {
+                            for (oi, dnan) in dnans.iter().enumerate() {
+                                let r = match (wnan[k * nops + oi], *dnan) {
+                                    (Some(n), _) | (None, Some(n)) => n,
+                                    (None, None) => dblocks.mac(oi, &wblocks, k * nops + oi),
+                                };
+                                acc = acc.accumulate(r);
+                            }
+                        } else {
+                            for oi in 0..nops {
+                                acc = acc.accumulate(dblocks.mac(oi, &wblocks, k * nops + oi));
+                            }
                         }
                         part[(k * rows.len() + ri) * ow + ox] = acc.to_f32_bits();
                     }
