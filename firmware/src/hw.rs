@@ -73,6 +73,17 @@ pub trait Hw {
     /// Entry `index` of the current task's address list.
     fn address(&self, index: u16) -> Result<Region, HwError>;
 
+    /// Milliseconds on a monotonic clock, if the port has one (default: none).
+    ///
+    /// With a clock, a status poll gives up after
+    /// [`POLL_TIMEOUT_MS`](crate::POLL_TIMEOUT_MS) whatever the bus speed (a register read
+    /// takes nanoseconds over MMIO and tens of microseconds over a simulator's socket);
+    /// without one it gives up after [`POLL_LIMIT`](crate::POLL_LIMIT) reads. If the port
+    /// has a clock it MUST be monotonic.
+    fn now_ms(&mut self) -> Option<u64> {
+        None
+    }
+
     /// Device address `offset` bytes into entry `index`, checked so that `len` bytes from it
     /// stay inside the entry's buffer ([`HwError::OutOfBounds`] otherwise).
     fn address_at(&self, index: u16, offset: u64, len: usize) -> Result<DeviceAddr, HwError> {

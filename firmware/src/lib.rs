@@ -50,5 +50,5 @@ mod task;
 pub use config::{Feature, HwConfig, HwVersion};
 pub use engine::{Engine, EngineStatus, OpState, Progress, DEFAULT_MAX_OPS};
 pub use error::{Error, HwError, ListKind, OpRef};
-pub use processors::POLL_LIMIT;
+pub use processors::{POLL_LIMIT, POLL_TIMEOUT_MS};
 pub use task::MAX_ROIS;

@@ -162,3 +162,36 @@ fn too_small_an_engine_refuses_the_network() {
     let e = engine.execute_task(&mut hw).unwrap_err();
     assert!(matches!(e, Error::TooManyOps { max: 4, .. }), "{e}");
 }
+
+/// A convolution waits for CDMA's buffer flush; a flush that never completes ends in a
+/// typed timeout. Without a clock the poll gives up after `POLL_LIMIT` reads.
+#[test]
+fn stuck_flush_times_out_after_the_read_limit_without_a_clock() {
+    let Some(mut hw) = loaded("CONV", "CONV_D_L0_0", HwVersion::V1) else {
+        return;
+    };
+    hw.flush_done = false;
+    let e = run_err(&mut hw, HwConfig::NV_FULL);
+    assert!(matches!(e, Error::Timeout { .. }), "{e}");
+    assert_eq!(hw.flush_reads, nvdla_firmware::POLL_LIMIT);
+}
+
+/// With a clock the poll gives up after `POLL_TIMEOUT_MS`, however many reads that takes
+/// (here one simulated millisecond per register read).
+#[test]
+fn stuck_flush_times_out_after_the_deadline_with_a_clock() {
+    let Some(mut hw) = loaded("CONV", "CONV_D_L0_0", HwVersion::V1) else {
+        return;
+    };
+    hw.flush_done = false;
+    hw.clock_ms = Some(0);
+    let e = run_err(&mut hw, HwConfig::NV_FULL);
+    assert!(matches!(e, Error::Timeout { .. }), "{e}");
+    // One tick per register read, one read per poll iteration: about POLL_TIMEOUT_MS reads.
+    let reads = u64::from(hw.flush_reads);
+    assert!(
+        (nvdla_firmware::POLL_TIMEOUT_MS - 1..=nvdla_firmware::POLL_TIMEOUT_MS + 1)
+            .contains(&reads),
+        "{reads} reads"
+    );
+}

@@ -130,6 +130,10 @@ impl<O: KmdOs> Hw for TaskHw<'_, O> {
         self.os.mem_write(addr, data)
     }
 
+    fn now_ms(&mut self) -> Option<u64> {
+        Some(self.os.now_ms())
+    }
+
     fn address(&self, index: u16) -> Result<Region, HwError> {
         self.addresses
             .get(usize::from(index))

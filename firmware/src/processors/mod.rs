@@ -31,8 +31,12 @@ mod pdp;
 mod rubik;
 mod sdp;
 
-/// How many times a status register is read before giving up.
+/// How many times a status register is read before giving up, on a port without a clock.
 pub const POLL_LIMIT: u32 = 100_000;
+
+/// How long a status register is polled before giving up, on a port with a clock
+/// ([`Hw::now_ms`]).
+pub const POLL_TIMEOUT_MS: u64 = 1_000;
 
 /// Memory behind a data cube that lives in RAM.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,20 +82,30 @@ impl<H: Hw> Ctx<'_, H> {
         Ok(self.hw.reg_read(block.base(self.cfg.version) + offset)?)
     }
 
-    /// Reads a register until `done` accepts its value, at most [`POLL_LIMIT`] times.
+    /// Reads a register until `done` accepts its value: for at most [`POLL_TIMEOUT_MS`]
+    /// when the port has a clock, else at most [`POLL_LIMIT`] times.
     pub(crate) fn poll(
         &mut self,
         block: Block,
         offset: u32,
         done: impl Fn(u32) -> bool,
     ) -> Result<u32, Error> {
-        let mut last = 0;
-        for _ in 0..POLL_LIMIT {
-            last = self.rd(block, offset)?;
-            if done(last) {
-                return Ok(last);
+        let start = self.hw.now_ms();
+        let mut reads = 0u32;
+        let last = loop {
+            let v = self.rd(block, offset)?;
+            if done(v) {
+                return Ok(v);
             }
-        }
+            reads = reads.saturating_add(1);
+            let expired = match (start, self.hw.now_ms()) {
+                (Some(t0), Some(now)) => now.saturating_sub(t0) >= POLL_TIMEOUT_MS,
+                _ => reads >= POLL_LIMIT,
+            };
+            if expired {
+                break v;
+            }
+        };
         Err(Error::Timeout {
             block,
             offset,

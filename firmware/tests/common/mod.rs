@@ -38,6 +38,13 @@ pub struct FakeHw {
     consumer: HashMap<Block, u32>,
     pub status: u32,
     pub interrupts: usize,
+    /// CDMA reports its buffer flushed (false: a stuck flush, for poll timeouts).
+    pub flush_done: bool,
+    /// Reads of CDMA `S_CBUF_FLUSH_STATUS`.
+    pub flush_reads: u32,
+    /// A simulated clock in milliseconds that advances by one per register read; `None`:
+    /// the port has no clock.
+    pub clock_ms: Option<u64>,
 }
 
 impl FakeHw {
@@ -53,6 +60,9 @@ impl FakeHw {
             consumer: HashMap::new(),
             status: 0,
             interrupts: 0,
+            flush_done: true,
+            flush_reads: 0,
+            clock_ms: None,
         }
     }
 
@@ -140,11 +150,17 @@ impl Hw for FakeHw {
         }
         let (b, off) =
             Block::decode(self.version, offset).ok_or(HwError::NoSuchRegister { offset })?;
+        if let Some(t) = &mut self.clock_ms {
+            *t += 1;
+        }
         Ok(match (b, off) {
             (Block::Glb, regs::glb::S_INTR_STATUS) => self.status,
+            (Block::Cdma, regs::cdma::S_CBUF_FLUSH_STATUS) => {
+                self.flush_reads += 1;
+                u32::from(self.flush_done)
+            }
             // One free transfer slot, both groups idle.
             (Block::Bdma, regs::bdma::STATUS) => 0x100 | 1,
-            (Block::Cdma, regs::cdma::S_CBUF_FLUSH_STATUS) => 1,
             (_, 0x0) => 0, // S_STATUS: idle
             (_, 0x4) if b != Block::Glb && b != Block::Bdma => {
                 let c = *self.consumer.get(&b).unwrap_or(&0);
@@ -205,6 +221,10 @@ impl Hw for FakeHw {
         let r = self.range(addr, data.len())?;
         self.mem[r].copy_from_slice(data);
         Ok(())
+    }
+
+    fn now_ms(&mut self) -> Option<u64> {
+        self.clock_ms
     }
 
     fn address(&self, index: u16) -> Result<Region, HwError> {
