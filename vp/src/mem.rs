@@ -8,10 +8,19 @@
 //! Every access is checked: an access outside the configured window of its memory is a
 //! [`MemError`], which the engines turn into an error state instead of a panic.
 //!
+//! DRAM can instead be a file ([`Memory::with_dram_file`]): the guest RAM of a QEMU
+//! machine (`memory-backend-file,share=on`), so that the model's DMA lands in the guest's
+//! physical memory. The file is accessed with positioned reads and writes (`pread`/`pwrite`
+//! through [`FileExt`]); with `share=on` QEMU maps the same page cache, so both sides see
+//! each other's stores. Address `A` is at file offset `A - base`; the window is the file.
+//!
 //! The CVSRAM window follows the v1 synthesis testbench (`verif/synth_tb/syn_tb_defines.vh`:
 //! `CVSRAM_ADDR_START = 0x5000_0000`, `DLA_ADDR_MASK = 0xffff_ffff_f000_0000`, i.e. 256 MiB).
 
 use std::collections::HashMap;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::sync::Arc;
 
 const PAGE_SHIFT: u32 = 12;
 const PAGE_SIZE: usize = 1 << PAGE_SHIFT;
@@ -56,6 +65,19 @@ pub enum MemError {
         ram: RamType,
         /// First byte.
         addr: u64,
+    },
+    /// The file behind DRAM failed the access (an I/O error or a file shorter than its
+    /// window).
+    #[error("{ram:?} access of {len} bytes at {addr:#x}: backing file: {kind}")]
+    Io {
+        /// Memory addressed.
+        ram: RamType,
+        /// First byte.
+        addr: u64,
+        /// Length in bytes.
+        len: u64,
+        /// What the file access reported.
+        kind: std::io::ErrorKind,
     },
 }
 
@@ -108,6 +130,44 @@ impl SparseMem {
     }
 }
 
+/// DRAM backed by a file: address `base + off` is file offset `off`.
+#[derive(Debug, Clone)]
+pub struct FileMem {
+    file: Arc<File>,
+    base: u64,
+}
+
+impl FileMem {
+    fn io_err(&self, addr: u64, len: usize, e: &std::io::Error) -> MemError {
+        MemError::Io {
+            ram: RamType::Dram,
+            addr,
+            len: len as u64,
+            kind: e.kind(),
+        }
+    }
+
+    /// The caller has range-checked, so `addr >= base`.
+    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<(), MemError> {
+        self.file
+            .read_exact_at(buf, addr - self.base)
+            .map_err(|e| self.io_err(addr, buf.len(), &e))
+    }
+
+    fn write(&self, addr: u64, data: &[u8]) -> Result<(), MemError> {
+        self.file
+            .write_all_at(data, addr - self.base)
+            .map_err(|e| self.io_err(addr, data.len(), &e))
+    }
+}
+
+/// Where DRAM lives.
+#[derive(Debug, Clone)]
+enum Dram {
+    Sparse(SparseMem),
+    File(FileMem),
+}
+
 /// An address window `[base, base + size)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Window {
@@ -136,7 +196,7 @@ pub const CVSRAM_WINDOW: Window = Window {
 /// DRAM and (optionally) CVSRAM of one platform.
 #[derive(Debug, Clone)]
 pub struct Memory {
-    dram: SparseMem,
+    dram: Dram,
     dram_window: Window,
     sram: Option<(Window, SparseMem)>,
 }
@@ -150,10 +210,36 @@ impl Memory {
             1u64 << address_width
         };
         Memory {
-            dram: SparseMem::new(),
+            dram: Dram::Sparse(SparseMem::new()),
             dram_window: Window { base: 0, size },
             sram: has_sram.then(|| (CVSRAM_WINDOW, SparseMem::new())),
         }
+    }
+
+    /// Memory whose DRAM is `file` at `base` (`[base, base + file length)`; accesses
+    /// outside it are [`MemError::OutOfRange`]), with sparse CVSRAM when `has_sram`.
+    /// The file is not resized: its length when this is called is the window.
+    pub fn with_dram_file(file: File, base: u64, has_sram: bool) -> std::io::Result<Self> {
+        let size = file.metadata()?.len();
+        if base.checked_add(size).is_none() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "DRAM file window wraps the address space",
+            ));
+        }
+        Ok(Memory {
+            dram: Dram::File(FileMem {
+                file: Arc::new(file),
+                base,
+            }),
+            dram_window: Window { base, size },
+            sram: has_sram.then(|| (CVSRAM_WINDOW, SparseMem::new())),
+        })
+    }
+
+    /// The DRAM window.
+    pub fn dram_window(&self) -> Window {
+        self.dram_window
     }
 
     /// Replaces the DRAM window (accesses outside it become errors).
@@ -161,46 +247,46 @@ impl Memory {
         self.dram_window = w;
     }
 
-    fn space(&self, ram: RamType, addr: u64, len: u64) -> Result<&SparseMem, MemError> {
+    /// Range-checks an access.
+    fn check_range(&self, ram: RamType, addr: u64, len: u64) -> Result<(), MemError> {
         match ram {
-            RamType::Dram if self.dram_window.contains(addr, len) => Ok(&self.dram),
+            RamType::Dram if self.dram_window.contains(addr, len) => Ok(()),
+            RamType::Dram => Err(MemError::OutOfRange { ram, addr, len }),
             RamType::Sram => match &self.sram {
-                Some((w, m)) if w.contains(addr, len) => Ok(m),
+                Some((w, _)) if w.contains(addr, len) => Ok(()),
                 Some(_) => Err(MemError::OutOfRange { ram, addr, len }),
                 None => Err(MemError::Absent { ram, addr }),
             },
-            RamType::Dram => Err(MemError::OutOfRange { ram, addr, len }),
         }
-    }
-
-    fn space_mut(&mut self, ram: RamType, addr: u64, len: u64) -> Result<&mut SparseMem, MemError> {
-        self.space(ram, addr, len)?;
-        Ok(match ram {
-            RamType::Dram => &mut self.dram,
-            // `space` succeeded, so the SRAM exists.
-            RamType::Sram => match &mut self.sram {
-                Some((_, m)) => m,
-                None => return Err(MemError::Absent { ram, addr }),
-            },
-        })
     }
 
     /// Checks that `len` bytes at `addr` are inside the memory `ram`, without accessing
     /// them (engines check their output before computing it).
     pub fn check(&self, ram: RamType, addr: u64, len: u64) -> Result<(), MemError> {
-        self.space(ram, addr, len).map(|_| ())
+        self.check_range(ram, addr, len)
     }
 
     /// DMA read.
     pub fn read(&self, ram: RamType, addr: u64, buf: &mut [u8]) -> Result<(), MemError> {
-        self.space(ram, addr, buf.len() as u64)?.read(addr, buf);
+        self.check_range(ram, addr, buf.len() as u64)?;
+        match (ram, &self.dram, &self.sram) {
+            (RamType::Dram, Dram::Sparse(m), _) => m.read(addr, buf),
+            (RamType::Dram, Dram::File(f), _) => f.read(addr, buf)?,
+            (RamType::Sram, _, Some((_, m))) => m.read(addr, buf),
+            (RamType::Sram, _, None) => return Err(MemError::Absent { ram, addr }),
+        }
         Ok(())
     }
 
     /// DMA write.
     pub fn write(&mut self, ram: RamType, addr: u64, data: &[u8]) -> Result<(), MemError> {
-        self.space_mut(ram, addr, data.len() as u64)?
-            .write(addr, data);
+        self.check_range(ram, addr, data.len() as u64)?;
+        match (ram, &mut self.dram, &mut self.sram) {
+            (RamType::Dram, Dram::Sparse(m), _) => m.write(addr, data),
+            (RamType::Dram, Dram::File(f), _) => f.write(addr, data)?,
+            (RamType::Sram, _, Some((_, m))) => m.write(addr, data),
+            (RamType::Sram, _, None) => return Err(MemError::Absent { ram, addr }),
+        }
         Ok(())
     }
 
@@ -263,5 +349,57 @@ mod tests {
         assert!(m.write(RamType::Sram, 0x5fff_fffe, &[0; 2]).is_ok());
         assert_eq!(m.host_ram(0x5000_0000), RamType::Sram);
         assert_eq!(m.host_ram(0x8000_0000), RamType::Dram);
+    }
+
+    #[test]
+    fn file_dram_is_the_file_and_checked() {
+        let path = std::env::temp_dir().join(format!("nvdla-vp-mem-{}", std::process::id()));
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .unwrap();
+        file.set_len(3 * PAGE_SIZE as u64).unwrap();
+        let base = 0x4000_0000;
+        let mut m = Memory::with_dram_file(file, base, true).unwrap();
+        assert_eq!(
+            m.dram_window(),
+            Window {
+                base,
+                size: 3 * PAGE_SIZE as u64
+            }
+        );
+        m.write(RamType::Dram, base + 0xffe, &[1, 2, 3, 4]).unwrap();
+        assert_eq!(
+            m.read_vec(RamType::Dram, base + 0xffe, 4).unwrap(),
+            [1, 2, 3, 4]
+        );
+        let on_disk = std::fs::read(&path).unwrap();
+        assert_eq!(on_disk[0xffe..0x1002], [1, 2, 3, 4]);
+        // Outside the window (below, across the end, wrapping): errors, file untouched.
+        assert!(m.write(RamType::Dram, base - 1, &[0; 2]).is_err());
+        assert!(m.write(RamType::Dram, base + 0x2fff, &[0; 2]).is_err());
+        assert!(m.read(RamType::Dram, u64::MAX - 1, &mut [0; 4]).is_err());
+        assert!(m.write(RamType::Dram, base + 0x2fff, &[9]).is_ok());
+        // CVSRAM stays sparse.
+        m.write(RamType::Sram, 0x5000_0000, &[5]).unwrap();
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().len(),
+            3 * PAGE_SIZE as u64
+        );
+        // A file shrunk behind the model's back gives an I/O error, not a panic.
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(16)
+            .unwrap();
+        assert!(matches!(
+            m.read(RamType::Dram, base + 0x1000, &mut [0; 4]),
+            Err(MemError::Io { .. })
+        ));
+        std::fs::remove_file(&path).unwrap();
     }
 }

@@ -150,6 +150,17 @@ impl Vp {
         }
     }
 
+    /// Hardware reset: registers, queues, LUTs, the convolution buffer and the interrupt
+    /// state return to their reset values; memory behind MCIF and CVIF keeps its contents
+    /// (and its backend), as resetting the accelerator does not clear the memories.
+    pub fn reset(&mut self) {
+        let mem = std::mem::replace(&mut self.mem, Memory::new(0, false));
+        let log_regs = self.log_regs;
+        *self = Vp::new(self.cfg.clone());
+        self.mem = mem;
+        self.log_regs = log_regs;
+    }
+
     /// The hardware configuration.
     pub fn config(&self) -> &HwConfig {
         &self.cfg
@@ -644,6 +655,26 @@ impl Vp {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reset_clears_registers_and_keeps_memory() {
+        let mut vp = Vp::new(HwConfig::nv_full());
+        vp.mem.host_write(0x8000_0000, &[7; 16]).unwrap();
+        let mask = vp.lookup("GLB", "S_INTR_MASK").unwrap();
+        let reset_mask = vp.csb_read(mask);
+        vp.csb_write(mask, 0);
+        let set = vp.lookup("GLB", "S_INTR_SET").unwrap();
+        vp.csb_write(set, 1);
+        vp.reset();
+        assert_eq!(vp.csb_read(mask), reset_mask);
+        assert!(!vp.irq_pending());
+        assert_eq!(
+            vp.mem
+                .read_vec(crate::mem::RamType::Dram, 0x8000_0000, 16)
+                .unwrap(),
+            vec![7; 16]
+        );
+    }
 
     /// Found by fuzzing (vp/fuzz csb): an SDP layer of 2869x8x7696 elements writing to an
     /// address outside memory. The fault must come from the output check before the

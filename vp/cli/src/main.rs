@@ -4,7 +4,11 @@
 //! - `nvdla-vp bench`: convolution throughput of the model against a plain reference;
 //! - `nvdla-vp serve --socket PATH`: our KMD, firmware and the model as a daemon serving
 //!   `nvdla-runtime --device socket:PATH` (see `nvdla_port::daemon`): buffers are shared
-//!   memory, each client has its own handles, and SIGTERM/SIGINT stop it cleanly.
+//!   memory, each client has its own handles, and SIGTERM/SIGINT stop it cleanly;
+//! - `nvdla-vp serve --qemu-socket PATH --guest-ram FILE`: the hardware model alone behind
+//!   QEMU's `mmio-sock-pci` bridge, for a Linux guest running `nvdla.ko` (see [`bridge`]).
+
+mod bridge;
 
 use clap::{Parser, Subcommand};
 use nvdla_port::daemon::{serve, DaemonConfig};
@@ -48,13 +52,31 @@ enum Cmd {
         runs: u32,
     },
     /// Serve KMD + firmware + the model on a Unix socket for
-    /// `nvdla-runtime --device socket:PATH`, until SIGTERM or SIGINT.
+    /// `nvdla-runtime --device socket:PATH`, until SIGTERM or SIGINT; or, with
+    /// `--qemu-socket`, the hardware model alone behind QEMU's mmio-sock-pci bridge (one
+    /// QEMU connection; exits when QEMU closes it).
     Serve {
-        /// Path of the Unix socket to listen on.
-        #[arg(long, value_name = "PATH")]
-        socket: PathBuf,
+        /// Path of the Unix socket to listen on (KMD daemon).
+        #[arg(
+            long,
+            value_name = "PATH",
+            required_unless_present = "qemu_socket",
+            conflicts_with = "qemu_socket"
+        )]
+        socket: Option<PathBuf>,
+        /// Serve the hardware model to QEMU's mmio-sock-pci device on this socket
+        /// (`-device mmio-sock-pci,socket=PATH`).
+        #[arg(long, value_name = "PATH", requires = "guest_ram")]
+        qemu_socket: Option<PathBuf>,
+        /// With --qemu-socket: QEMU's guest RAM file (memory-backend-file with share=on);
+        /// it is the model's DRAM.
+        #[arg(long, value_name = "FILE", requires = "qemu_socket")]
+        guest_ram: Option<PathBuf>,
+        /// With --qemu-socket: guest physical address of the RAM file's first byte.
+        #[arg(long, value_name = "ADDR", default_value = "0x40000000", value_parser = parse_u64)]
+        ram_base: u64,
         /// Hardware configurations to serve (comma-separated, or `all`); the first is the
-        /// default for clients that do not name one.
+        /// default for clients that do not name one. With --qemu-socket: exactly one.
         #[arg(long, default_value = "nv_full", value_name = "CONFIGS", value_parser = parse_configs)]
         config: Configs,
         /// Most clients connected at once.
@@ -65,6 +87,14 @@ enum Cmd {
 
 #[derive(Debug, Clone)]
 struct Configs(Vec<VpConfig>);
+
+fn parse_u64(s: &str) -> Result<u64, String> {
+    let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => u64::from_str_radix(&h.replace('_', ""), 16),
+        None => s.replace('_', "").parse(),
+    };
+    r.map_err(|e| format!("{s}: {e}"))
+}
 
 fn parse_configs(s: &str) -> Result<Configs, String> {
     if s == "all" {
@@ -126,9 +156,22 @@ fn main() -> ExitCode {
     match cli.cmd {
         Cmd::Serve {
             socket,
+            qemu_socket,
+            guest_ram,
+            ram_base,
             config,
             max_clients,
-        } => serve_socket(&socket, config.0, max_clients),
+        } => match (socket, qemu_socket, guest_ram) {
+            (_, Some(qemu_socket), Some(guest_ram)) => {
+                serve_qemu(qemu_socket, guest_ram, ram_base, &config.0)
+            }
+            (Some(socket), _, _) => serve_socket(&socket, config.0, max_clients),
+            // clap requires --socket or --qemu-socket, and --guest-ram with the latter.
+            _ => {
+                eprintln!("error: nvdla-vp serve needs --socket, or --qemu-socket and --guest-ram");
+                ExitCode::from(2)
+            }
+        },
         Cmd::Bench { runs } => {
             if cfg!(debug_assertions) {
                 eprintln!("warning: debug build; figures are meaningless without --release");
@@ -218,6 +261,51 @@ fn main() -> ExitCode {
             } else {
                 ExitCode::FAILURE
             }
+        }
+    }
+}
+
+/// `serve --qemu-socket`: the model behind QEMU's bridge until QEMU disconnects.
+fn serve_qemu(
+    socket: PathBuf,
+    guest_ram: PathBuf,
+    ram_base: u64,
+    configs: &[VpConfig],
+) -> ExitCode {
+    let [config] = configs else {
+        eprintln!("error: nvdla-vp serve --qemu-socket serves one hardware configuration");
+        return ExitCode::from(2);
+    };
+    let hw = match config.name().parse::<HwConfig>() {
+        Ok(hw) => hw,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let cfg = bridge::BridgeConfig {
+        socket,
+        guest_ram,
+        ram_base,
+        hw,
+    };
+    match bridge::serve(&cfg) {
+        Ok(s) => {
+            log::info!(
+                "bridge: QEMU disconnected: {} reads, {} writes, {} resets, {} interrupts",
+                s.reads,
+                s.writes,
+                s.resets,
+                s.irqs
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!(
+                "error: nvdla-vp serve --qemu-socket {}: {e}",
+                cfg.socket.display()
+            );
+            ExitCode::FAILURE
         }
     }
 }
