@@ -767,32 +767,19 @@ fn top_bit_differing(v: i64, sign: bool, top: u32) -> i32 {
 
 impl Fp48 {
     /// Adds one MAC block result.
+    #[inline]
     pub fn accumulate(self, mac: MacF16) -> Fp48 {
         if mac.mant == 0 {
             return self;
         }
-        if self.exp == 0xff {
-            // NaN accumulator keeps its top 11 mantissa bits.
-            return Fp48 {
-                exp: 0xff,
-                mant: sext(self.mant as u64 & (0x7ff << 29), 40),
-            };
+        if self.exp == 0xff || mac.exp == 0x3f {
+            return self.accumulate_nan(mac);
         }
-        if mac.exp == 0x3f {
-            let top = ((mac.mant as u64) >> 27) & 0x7ff;
-            return Fp48 {
-                exp: 0xff,
-                mant: sext(top << 29, 40),
-            };
-        }
-        // Normalise the 38-bit MAC mantissa so that bit 36 differs from the sign.
+        // Normalise the 38-bit MAC mantissa so that bit 36 differs from the sign, and
+        // widen it to 40 bits (two more low bits).
         let m = mac.mant;
-        // Highest bit at or below 36 that differs from the sign (-1 if none).
-        let s37 = bit(m, 37);
-        let i = top_bit_differing(m, s37, 36);
-        let sh0 = (36 - i) as u32;
-        let m_reg = sext((m as u64) << sh0, 38);
-        let mut mac_ext = sext((m_reg as u64) << 2, 40);
+        let sh0 = (36 - top_bit_differing(m, bit(m, 37), 36)) as u32;
+        let mut mac_ext = sext((m as u64) << (sh0 + 2), 40);
         let mac_exp = (i32::from(mac.exp) - sh0 as i32 + 49) & 0xff;
 
         let mut acc_ext = self.mant;
@@ -802,64 +789,47 @@ impl Fp48 {
             i32::from(self.exp)
         };
 
-        // Align to the bigger exponent, keeping the bits shifted out (top-aligned).
-        let mut out: u64 = 0;
-        let mut bigger = mac_exp;
-        let shift_out = |x: &mut i64, diff: i32, out: &mut u64| {
-            if diff <= 40 {
-                let d = diff as u32;
-                let low = (*x as u64) & ((1u64 << d) - 1);
-                *out = (low << (40 - d)) & M40;
-                *x >>= d;
-            } else {
-                *x = 0;
-            }
+        // Align the smaller operand to the bigger exponent, keeping the bits shifted out
+        // (top-aligned in `out`); equal exponents shift nothing.
+        let diff = mac_exp - acc_exp;
+        let bigger = mac_exp.max(acc_exp);
+        let d = diff.unsigned_abs();
+        let x = if diff > 0 { acc_ext } else { mac_ext };
+        let ds = d.min(40);
+        let low = (x as u64) & ((1u64 << ds) - 1);
+        let (xs, mut out) = if d <= 40 {
+            (x >> ds, (low << (40 - ds)) & M40)
+        } else {
+            (0, 0)
         };
-        if mac_exp > acc_exp {
-            shift_out(&mut acc_ext, mac_exp - acc_exp, &mut out);
-        } else if mac_exp < acc_exp {
-            bigger = acc_exp;
-            shift_out(&mut mac_ext, acc_exp - mac_exp, &mut out);
+        if diff > 0 {
+            acc_ext = xs;
+        } else {
+            mac_ext = xs;
         }
 
         let sum_tmp = sext((acc_ext.wrapping_add(mac_ext)) as u64, 40);
-        let mut overflow = false;
-        let mut high_bit1 = false;
-        let sum: i64;
-        let mut exp = bigger;
-        if bit(mac_ext, 39) == bit(acc_ext, 39) && bit(mac_ext, 39) != bit(sum_tmp, 39) {
-            high_bit1 = bit(sum_tmp, 0);
-            overflow = true;
-            let sign = u64::from(bit(mac_ext, 39)) << 39;
-            sum = sext(sign | ((sum_tmp as u64 & M40) >> 1), 40);
-            exp = bigger + 1;
-        } else if bit(sum_tmp, 38) == bit(sum_tmp, 39) {
-            let s39 = bit(sum_tmp, 39);
-            let j = top_bit_differing(sum_tmp, s39, 38);
-            let n1 = (38 - j) as u32;
-            let v = (((sum_tmp as u64) << n1) | (out >> (40 - n1))) & M40;
-            sum = sext(v, 40);
-            out = (out << n1) & M40;
-            exp = bigger - n1 as i32;
-        } else {
-            sum = sum_tmp;
-        }
-
-        let guard0 = (out >> 39) & 1 != 0;
-        let sticky0 = out & ((1 << 39) - 1) != 0;
-        let sticky1 = out != 0;
-        let neg = bit(sum, 39);
-        let round = if overflow {
-            if neg {
-                high_bit1 && sticky1
+        let s39 = bit(sum_tmp, 39);
+        let (sum, mut exp, round) =
+            if bit(mac_ext, 39) == bit(acc_ext, 39) && bit(mac_ext, 39) != s39 {
+                // Overflow: one bit right.
+                let high_bit1 = bit(sum_tmp, 0);
+                let sign = u64::from(bit(mac_ext, 39)) << 39;
+                let sum = sext(sign | ((sum_tmp as u64 & M40) >> 1), 40);
+                let round = high_bit1 && (!bit(sum, 39) || out != 0);
+                (sum, bigger + 1, round)
             } else {
-                high_bit1
-            }
-        } else if neg {
-            guard0 && sticky0
-        } else {
-            guard0
-        };
+                // Normalise left by `n1` (0 when bit 38 already differs from the sign),
+                // shifting in the bits shifted out.
+                let n1 = (38 - top_bit_differing(sum_tmp, s39, 38)) as u32;
+                let sum = sext((((sum_tmp as u64) << n1) | (out >> (40 - n1))) & M40, 40);
+                out = (out << n1) & M40;
+                let guard0 = (out >> 39) & 1 != 0;
+                let sticky0 = out & ((1 << 39) - 1) != 0;
+                let round = guard0 && (!bit(sum, 39) || sticky0);
+                (sum, bigger - n1 as i32, round)
+            };
+        let neg = bit(sum, 39);
         let rounded = sext((sum as u64).wrapping_add(u64::from(round)), 40);
         let fin = if bit(rounded, 39) != neg {
             exp += 1;
@@ -871,6 +841,23 @@ impl Fp48 {
         Fp48 {
             exp: if fin == 0 { 0 } else { (exp & 0xff) as u8 },
             mant: fin,
+        }
+    }
+
+    /// [`Fp48::accumulate`] when the accumulator or the block result is NaN.
+    #[cold]
+    fn accumulate_nan(self, mac: MacF16) -> Fp48 {
+        if self.exp == 0xff {
+            // NaN accumulator keeps its top 11 mantissa bits.
+            return Fp48 {
+                exp: 0xff,
+                mant: sext(self.mant as u64 & (0x7ff << 29), 40),
+            };
+        }
+        let top = ((mac.mant as u64) >> 27) & 0x7ff;
+        Fp48 {
+            exp: 0xff,
+            mant: sext(top << 29, 40),
         }
     }
 
@@ -1286,7 +1273,7 @@ mod tests {
         let mut r = Rng(48);
         let mut acc = Fp48::default();
         let mut acc2 = Fp48::default();
-        for it in 0..400_000 {
+        for it in 0..1_000_000 {
             if it % 50 == 0 {
                 acc = Fp48::default();
                 acc2 = acc;

@@ -68,6 +68,9 @@ pub struct AccOut {
 /// is refused with [`EngineError::Unsupported`] rather than stalling the platform.
 pub const MAX_MACS: u64 = 1 << 38;
 
+/// Largest decoded fp16 input (in lanes) the convolution keeps for a layer.
+const MAX_PLANE_LANES: usize = 1 << 24;
+
 /// One channel run of a MAC operation: kernel position and channels `c0..c0 + n`.
 #[derive(Debug, Clone, Copy)]
 struct Seg {
@@ -128,7 +131,7 @@ pub fn conv(
         });
     }
     if prec == Precision::Fp16 {
-        return Ok(conv_fp16(g, input, w));
+        return conv_fp16(g, input, w, MAX_PLANE_LANES);
     }
     let max_d = input
         .data
@@ -308,7 +311,12 @@ fn par_ranges<T: Send>(n: usize, f: impl Fn(std::ops::Range<usize>) -> T + Sync)
     })
 }
 
-fn conv_fp16(g: &Geom, input: &InputCube, w: &Weights) -> AccOut {
+fn conv_fp16(
+    g: &Geom,
+    input: &InputCube,
+    w: &Weights,
+    max_plane_lanes: usize,
+) -> Result<AccOut, EngineError> {
     let ops = ops(g);
     let nops = ops.len();
     let (ow, oh) = (g.out_w, g.out_h);
@@ -330,44 +338,91 @@ fn conv_fp16(g: &Geom, input: &InputCube, w: &Weights) -> AccOut {
         }
     }
     let any_wnan = wnan.iter().any(Option::is_some);
+    // Direct convolution: the data block of an operation is one channel block at one
+    // input position, so the padded input is decoded once into blocks per
+    // (position, channel block) and operations refer to them by index. Image input
+    // with post-extension gathers each operation's block per output position.
+    // Planes cost about 22 bytes per lane: larger inputs take the per-position path.
+    let hp = (oh - 1) * g.sy + (g.r - 1) * g.dy + 1;
+    let wp = (ow - 1) * g.sx + (g.s - 1) * g.dx + 1;
+    let ncb = g.in_c.div_ceil(g.lanes.max(1));
+    let plane_lanes = [hp, wp, ncb, g.lanes.next_multiple_of(16)]
+        .iter()
+        .try_fold(1usize, |a, &v| a.checked_mul(v));
+    let planes = g.y_ext == 1 && plane_lanes.is_some_and(|n| n <= max_plane_lanes);
+    // Block index of each operation relative to the output position's block.
+    let op_off: Vec<usize> = ops
+        .iter()
+        .map(|op| ((op[0].r * g.dy) * wp + op[0].s * g.dx) * ncb + op[0].c0 / g.lanes.max(1))
+        .collect();
     let mut out = vec![0i64; input.batches * g.k * oh * ow];
     for b in 0..input.batches {
+        let mut dplane = Blocks::new(g.lanes);
+        let mut dplane_nan: Vec<Option<MacF16>> = Vec::new();
+        if planes {
+            for yp in 0..hp {
+                for xp in 0..wp {
+                    let (x, y) = (xp as isize - g.pl as isize, yp as isize - g.pt as isize);
+                    for cb in 0..ncb {
+                        let c0 = cb * g.lanes;
+                        raw.clear();
+                        for c in c0..(c0 + g.lanes).min(g.in_c) {
+                            raw.push(data_at(g, input, b, c, y, x) as u16);
+                        }
+                        dplane.push_block(&raw);
+                        dplane_nan.push(block_nan(&raw, &[]));
+                    }
+                }
+            }
+        }
         // Output rows in parallel; each output is independent and follows CACC order.
         let parts = par_ranges(oh, |rows| {
             let mut part = vec![0u32; rows.len() * ow * g.k];
             let mut raw: Vec<u16> = Vec::with_capacity(g.lanes);
-            // Data blocks of every operation of one output position, decoded once and
-            // used by every kernel.
+            // Without planes: the data blocks of every operation of one output
+            // position, decoded once and used by every kernel.
             let mut dblocks = Blocks::new(g.lanes);
             let mut dnans: Vec<Option<MacF16>> = vec![None; nops];
+            let mut idx: Vec<usize> = (0..nops).collect();
             for (ri, oy) in rows.clone().enumerate() {
                 for ox in 0..ow {
-                    dblocks.clear();
-                    for (op, dnan) in ops.iter().zip(&mut dnans) {
-                        raw.clear();
-                        for seg in op {
-                            let (x, y) = in_coord(g, ox, oy, seg);
-                            for c in seg.c0..seg.c0 + seg.n {
-                                raw.push(data_at(g, input, b, c, y, x) as u16);
-                            }
+                    let (src, nans) = if planes {
+                        let base = ((oy * g.sy) * wp + ox * g.sx) * ncb;
+                        for ((i, &off), dnan) in idx.iter_mut().zip(&op_off).zip(&mut dnans) {
+                            *i = base + off;
+                            *dnan = dplane_nan[*i];
                         }
-                        *dnan = block_nan(&raw, &[]);
-                        dblocks.push_block(&raw);
-                    }
-                    let nan = any_wnan || dnans.iter().any(Option::is_some);
+                        (&dplane, &dnans)
+                    } else {
+                        dblocks.clear();
+                        for (op, dnan) in ops.iter().zip(&mut dnans) {
+                            raw.clear();
+                            for seg in op {
+                                let (x, y) = in_coord(g, ox, oy, seg);
+                                for c in seg.c0..seg.c0 + seg.n {
+                                    raw.push(data_at(g, input, b, c, y, x) as u16);
+                                }
+                            }
+                            *dnan = block_nan(&raw, &[]);
+                            dblocks.push_block(&raw);
+                        }
+                        (&dblocks, &dnans)
+                    };
+                    let nan = any_wnan || nans.iter().any(Option::is_some);
                     for k in 0..g.k {
                         let mut acc = Fp48::default();
+                        let wk = k * nops;
                         if nan {
-                            for (oi, dnan) in dnans.iter().enumerate() {
-                                let r = match (wnan[k * nops + oi], *dnan) {
+                            for (oi, (&i, dnan)) in idx.iter().zip(nans).enumerate() {
+                                let r = match (wnan[wk + oi], *dnan) {
                                     (Some(n), _) | (None, Some(n)) => n,
-                                    (None, None) => dblocks.mac(oi, &wblocks, k * nops + oi),
+                                    (None, None) => src.mac(i, &wblocks, wk + oi),
                                 };
                                 acc = acc.accumulate(r);
                             }
                         } else {
-                            for oi in 0..nops {
-                                acc = acc.accumulate(dblocks.mac(oi, &wblocks, k * nops + oi));
+                            for (oi, &i) in idx.iter().enumerate() {
+                                acc = acc.accumulate(src.mac(i, &wblocks, wk + oi));
                             }
                         }
                         part[(k * rows.len() + ri) * ow + ox] = acc.to_f32_bits();
@@ -388,10 +443,10 @@ fn conv_fp16(g: &Geom, input: &InputCube, w: &Weights) -> AccOut {
             }
         }
     }
-    AccOut {
+    Ok(AccOut {
         data: out,
         saturated: 0,
-    }
+    })
 }
 
 #[cfg(test)]
@@ -519,6 +574,113 @@ mod tests {
         );
         // The ordered path gives the same integers.
         assert_eq!(conv_int_ordered(&g, &input, &w), want);
+    }
+
+    /// The fp16 convolution as the hardware defines it, written directly: for each
+    /// output and kernel, each MAC operation in CACC order on the Booth path
+    /// (`mac_f16_block`), NaN markers as CMAC emits them.
+    fn fp16_reference(g: &Geom, input: &InputCube, w: &Weights) -> Vec<i64> {
+        use crate::engines::conv::arith::{block_nan, mac_f16_block};
+        let mut out = vec![0i64; input.batches * g.k * g.out_h * g.out_w];
+        for b in 0..input.batches {
+            for k in 0..g.k {
+                for oy in 0..g.out_h {
+                    for ox in 0..g.out_w {
+                        let mut acc = Fp48::default();
+                        for op in ops(g) {
+                            let (mut d, mut wt) = (Vec::new(), Vec::new());
+                            for seg in &op {
+                                let (x, y) = in_coord(g, ox, oy, seg);
+                                for c in seg.c0..seg.c0 + seg.n {
+                                    d.push(data_at(g, input, b, c, y, x) as u16);
+                                    let wi = ((k * g.in_c + c) * g.r + seg.r) * g.s + seg.s;
+                                    wt.push(w.data[wi] as u16);
+                                }
+                            }
+                            let r = block_nan(&d, &wt).unwrap_or_else(|| mac_f16_block(&d, &wt));
+                            acc = acc.accumulate(r);
+                        }
+                        let o = ((b * g.k + k) * g.out_h + oy) * g.out_w + ox;
+                        out[o] = i64::from(acc.to_f32_bits());
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn fp16_matches_booth_path_random_geometries() {
+        let mut s = 0xf16u64;
+        let mut ext_cases = 0;
+        for case in 0..80 {
+            let r = 1 + (lcg(&mut s) % 3) as usize;
+            let q = 1 + (lcg(&mut s) % 3) as usize;
+            let in_c = [3, 8, 64, 70, 130][case % 5];
+            let lanes = [64, 32, 8][case % 3];
+            let mut g = geom(
+                2 + (lcg(&mut s) % 6) as usize,
+                2 + (lcg(&mut s) % 6) as usize,
+                in_c,
+                1 + (lcg(&mut s) % 4) as usize,
+                r,
+                q,
+            );
+            g.lanes = lanes;
+            g.sx = 1 + (lcg(&mut s) % 2) as usize;
+            g.sy = 1 + (lcg(&mut s) % 2) as usize;
+            g.dx = 1 + (lcg(&mut s) % 2) as usize;
+            g.dy = 1 + (lcg(&mut s) % 2) as usize;
+            g.pl = (lcg(&mut s) % 2) as usize;
+            g.pt = (lcg(&mut s) % 2) as usize;
+            g.out_w = 1 + (g.in_w + 2 * g.pl).saturating_sub((q - 1) * g.dx + 1) / g.sx;
+            g.out_h = 1 + (g.in_h + 2 * g.pt).saturating_sub((r - 1) * g.dy + 1) / g.sy;
+            g.pad = [0, 0x3c00, 0xbc00, 0x0001][case % 4];
+            if case % 4 == 3 && in_c * 4 <= lanes {
+                // Image post-extension: several kernel rows per operation.
+                g.y_ext = [2, 4][(case / 4) % 2];
+                ext_cases += 1;
+            }
+            // Values spread over the exponent range, with zeros, subnormals, and in a
+            // few cases NaN and infinity patterns.
+            let val = |s: &mut u64| -> i32 {
+                let x = lcg(s) as u32;
+                let h = match x % 16 {
+                    0 => 0,
+                    1 => 0x8000,
+                    2 => (x >> 8) & 0x83ff,
+                    3 if case % 5 == 4 => 0x7c00 | ((x >> 8) & 0x83ff),
+                    _ => {
+                        let e = 8 + (x >> 4) % 16;
+                        ((x >> 9) & 0x8000) | (e << 10) | ((x >> 12) & 0x3ff)
+                    }
+                };
+                h as i32
+            };
+            let input = InputCube {
+                w: g.in_w,
+                h: g.in_h,
+                c: g.in_c,
+                batches: 1 + case % 2,
+                data: (0..g.in_w * g.in_h * g.in_c * (1 + case % 2))
+                    .map(|_| val(&mut s))
+                    .collect(),
+            };
+            let w = Weights {
+                k: g.k,
+                c: g.in_c,
+                r,
+                s: q,
+                data: (0..g.k * g.in_c * r * q).map(|_| val(&mut s)).collect(),
+            };
+            let want = fp16_reference(&g, &input, &w);
+            let got = conv(&g, Precision::Fp16, &input, &w, 0).unwrap();
+            assert_eq!(got.data, want, "case {case}: {g:?}");
+            // The per-position data path (large inputs) too.
+            let got = conv_fp16(&g, &input, &w, 0).unwrap();
+            assert_eq!(got.data, want, "case {case} without planes: {g:?}");
+        }
+        assert!(ext_cases >= 5, "{ext_cases} post-extension cases");
     }
 
     #[test]
