@@ -431,53 +431,58 @@ impl Blocks {
     }
 }
 
-/// Truncation errors of the Booth multiplier at shift 8, as a bitmap indexed by
-/// `negative << 16 | (w & 0xff) << 8 | (d & 0xff)`: bit set when
-/// `booth_product(negative, w, d, 8)` is one less than `(±w·d) >> 8`. Checked
-/// exhaustively over all 14-bit `w`, `d` and both signs (`booth_shift_8_table_is_exact`,
-/// run with `--ignored`): the error is 0 or 1, depends on these bits only, and is 0
-/// whenever the low byte of `±w·d` exceeds 8.
-fn booth8_errors() -> &'static [u64] {
-    static TABLE: std::sync::OnceLock<Vec<u64>> = std::sync::OnceLock::new();
+/// Truncation errors of the Booth multiplier at shift 8: bit set when
+/// `booth_product(negative, w, d, 8)` is one less than `x >> 8`, `x = ±w·d`.
+///
+/// Checked exhaustively over all 14-bit `w`, `d` and both signs
+/// (`booth_shift_8_table_is_exact`, run with `--ignored`): the error is 0 or 1, it is 0
+/// whenever the low byte of `x` exceeds 8, and otherwise it is determined by the sign,
+/// that low byte, `w & 15` and `d & 7`. The bitmap is indexed by [`booth8_index`]
+/// (2560 bits, so it stays in the L1 cache).
+fn booth8_errors() -> &'static [u64; 40] {
+    static TABLE: std::sync::OnceLock<[u64; 40]> = std::sync::OnceLock::new();
     TABLE.get_or_init(|| {
-        let mut t = vec![0u64; (2 << 16) / 64];
-        for idx in 0..(2u32 << 16) {
-            let (neg, w, d) = (idx >> 16 == 1, (idx >> 8) & 0xff, idx & 0xff);
-            let p = (w * d) as i32;
-            let exact = (if neg { -p } else { p }) >> 8;
-            if booth_product(neg, w, d, 8) != exact {
-                t[(idx / 64) as usize] |= 1 << (idx % 64);
+        let mut t = [0u64; 40];
+        // The error depends on the low 8 bits of w and d only (checked exhaustively).
+        for neg in [false, true] {
+            for w in 0..256u32 {
+                for d in 0..256u32 {
+                    let p = (w * d) as i32;
+                    let x = if neg { -p } else { p };
+                    if booth_product(neg, w, d, 8) != x >> 8 {
+                        let i = booth8_index(neg, x, w, d);
+                        t[i / 64] |= 1 << (i % 64);
+                    }
+                }
             }
         }
         t
     })
 }
 
-/// The shift-8 truncation error of `dv * wv` (0 or 1) from [`booth8_errors`].
-#[cold]
-#[inline(never)]
-fn booth8_error(dv: i32, wv: i32, t8: &[u64]) -> i32 {
-    let neg = (dv ^ wv) < 0;
-    let idx = (usize::from(neg) << 16)
-        | ((wv.unsigned_abs() as usize & 0xff) << 8)
-        | (dv.unsigned_abs() as usize & 0xff);
-    ((t8[idx / 64] >> (idx % 64)) & 1) as i32
+/// Bit of [`booth8_errors`] for sign `neg`, product `x` and magnitudes `w`, `d`: a low
+/// byte of 9 or more selects rows that are all zero.
+#[inline(always)]
+fn booth8_index(neg: bool, x: i32, w: u32, d: u32) -> usize {
+    let low = (x & 0xff).min(9) as usize;
+    ((usize::from(neg) * 10 + low) * 16 + (w & 15) as usize) * 8 + (d & 7) as usize
 }
 
 /// Aligned Booth product of one active lane (`c` its coarse sum, `dv`/`wv` signed
 /// mantissas), shortcutting the shifts where the truncation is known exactly.
 #[inline]
-fn lane_product(max: i32, c: i32, dv: i32, wv: i32, t8: &[u64]) -> i32 {
+fn lane_product(max: i32, c: i32, dv: i32, wv: i32, t8: &[u64; 40]) -> i32 {
     let shift = (4 * (max - c)) as u32;
     let p = dv * wv;
-    match shift {
-        // Nothing is shifted out: the exact product.
-        0 => p,
-        // Exhaustively checked: at shift 4 the carry-save truncation equals the floor.
-        4 => p >> 4,
-        8 if p & 0xff > 8 => p >> 8,
-        8 => (p >> 8) - booth8_error(dv, wv, t8),
-        _ => booth_product((dv ^ wv) < 0, wv.unsigned_abs(), dv.unsigned_abs(), shift),
+    if shift <= 8 {
+        // Shift 0: exact. Shift 4: the floor (the carry-save truncation never loses a
+        // carry there, checked exhaustively). Shift 8: the floor less the tabulated
+        // error.
+        let i = booth8_index((dv ^ wv) < 0, p, wv.unsigned_abs(), dv.unsigned_abs());
+        let e = ((t8[i / 64] >> (i % 64)) & 1) as i32;
+        (p >> shift) - (e & -i32::from(shift == 8))
+    } else {
+        booth_product((dv ^ wv) < 0, wv.unsigned_abs(), dv.unsigned_abs(), shift)
     }
 }
 
@@ -537,7 +542,7 @@ fn mac_group(
     w: BlockRef<'_>,
     r: std::ops::Range<usize>,
     max: i16,
-    t8: &[u64],
+    t8: &[u64; 40],
 ) -> i64 {
     let (dc, wc) = (&d.coarse[r.clone()], &w.coarse[r.clone()]);
     let (dh, dl, dv) = (&d.hi[r.clone()], &d.lo[r.clone()], &d.val[r.clone()]);
@@ -1225,7 +1230,7 @@ mod tests {
             let (w, d, neg) = (r.below(1 << 14), r.below(1 << 14), r.next() & 1 == 1);
             let p = (w * d) as i32;
             let x = if neg { -p } else { p };
-            let idx = (usize::from(neg) << 16) | ((w as usize & 0xff) << 8) | (d as usize & 0xff);
+            let idx = booth8_index(neg, x, w, d);
             let e = ((t[idx / 64] >> (idx % 64)) & 1) as i32;
             assert_eq!(booth_product(neg, w, d, 8), (x >> 8) - e);
             assert_eq!(booth_product(neg, w, d, 4), x >> 4);
@@ -1258,8 +1263,7 @@ mod tests {
                 for d in 0..1u32 << 14 {
                     let p = (w * d) as i32;
                     let x = if neg { -p } else { p };
-                    let idx =
-                        (usize::from(neg) << 16) | ((w as usize & 0xff) << 8) | (d as usize & 0xff);
+                    let idx = booth8_index(neg, x, w, d);
                     let e = ((t[idx / 64] >> (idx % 64)) & 1) as i32;
                     assert_eq!(booth_product(neg, w, d, 8), (x >> 8) - e, "{neg} {w} {d}");
                     assert!(e == 0 || x & 0xff <= 8, "{neg} {w} {d}");
