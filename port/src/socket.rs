@@ -140,7 +140,19 @@ impl SocketDevice {
         let frame = req
             .encode()
             .map_err(|e| CallError::Driver(e.errno(), e.to_string()))?;
-        self.stream.write_all(&frame).map_err(CallError::Link)?;
+        if let Err(write_err) = self.stream.write_all(&frame) {
+            // The daemon may have answered and hung up before reading the request (it refuses
+            // a client over its limit that way): its reason is still in our receive buffer.
+            return match self.read_reply(req) {
+                Err(CallError::Driver(errno, detail)) => Err(CallError::Driver(errno, detail)),
+                _ => Err(CallError::Link(write_err)),
+            };
+        }
+        self.read_reply(req)
+    }
+
+    /// Reads the reply to `req`: a frame header, then its payload.
+    fn read_reply(&mut self, req: &Request) -> Result<(Reply, Vec<OwnedFd>), CallError> {
         let mut fds = Vec::new();
         let mut header = [0u8; HEADER_LEN];
         self.recv_exact(&mut header, &mut fds)
