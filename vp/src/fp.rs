@@ -63,7 +63,7 @@ impl Format {
             return sign * 0.0;
         }
         let frac = m as f64 / (1u64 << self.mant) as f64;
-        sign * (1.0 + frac) * 2f64.powi(e as i32 - self.bias())
+        sign * (1.0 + frac) * pow2(e as i32 - self.bias())
     }
 
     fn is_inf(self, bits: u64) -> bool {
@@ -91,9 +91,9 @@ impl Format {
         }
         let frac = m as f64 / (1u64 << self.mant) as f64;
         if e == 0 {
-            sign * frac * 2f64.powi(1 - self.bias())
+            sign * frac * pow2(1 - self.bias())
         } else {
-            sign * (1.0 + frac) * 2f64.powi(e as i32 - self.bias())
+            sign * (1.0 + frac) * pow2(e as i32 - self.bias())
         }
     }
 
@@ -127,26 +127,19 @@ impl Format {
         if a == 0.0 {
             return sbit;
         }
-        let min_normal = 2f64.powi(1 - self.bias());
+        let min_normal = pow2(1 - self.bias());
         if a < min_normal && (denorm || flush_first) {
             if !denorm {
                 return sbit;
             }
             // Subnormal: units of 2^(1 - bias - mant).
-            let q = a / 2f64.powi(1 - self.bias() - self.mant as i32);
+            let q = a / pow2(1 - self.bias() - self.mant as i32);
             let r = round_half_even(q) as u64;
             // r may reach 2^mant, which is exactly the smallest normal: bits line up.
             return sbit | r;
         }
-        let e = a.log2().floor() as i32;
-        // Correct log2 rounding at boundaries.
-        let mut e = e;
-        if 2f64.powi(e) > a {
-            e -= 1;
-        } else if 2f64.powi(e + 1) <= a {
-            e += 1;
-        }
-        let scaled = a / 2f64.powi(e - self.mant as i32); // in [2^mant, 2^(mant+1))
+        let mut e = floor_log2(a);
+        let scaled = a / pow2(e - self.mant as i32); // in [2^mant, 2^(mant+1))
         let mut r = round_half_even(scaled) as u64;
         let mut carry = false;
         if r >= (2u64 << self.mant) {
@@ -237,8 +230,37 @@ impl Format {
     }
 }
 
+/// `2^k`, exactly (a power of two is exact in f64 from 2^-1074 to 2^1023).
+fn pow2(k: i32) -> f64 {
+    match k {
+        -1022..=1023 => f64::from_bits(((k + 1023) as u64) << 52),
+        -1074..=-1023 => f64::from_bits(1 << (k + 1074)),
+        ..=-1075 => 0.0,
+        _ => f64::INFINITY,
+    }
+}
+
+/// `floor(log2(a))` of a finite `a > 0`, exactly: read from the bits.
+fn floor_log2(a: f64) -> i32 {
+    let bits = a.to_bits();
+    let biased = ((bits >> 52) & 0x7ff) as i32;
+    if biased == 0 {
+        // Subnormal: the top set bit of the fraction.
+        let frac = bits & ((1 << 52) - 1);
+        -1074 + (63 - frac.leading_zeros() as i32)
+    } else {
+        biased - 1023
+    }
+}
+
 fn round_half_even(q: f64) -> f64 {
-    let f = q.floor();
+    // Non-negative and below 2^52 (every caller's case): truncation is the floor, and
+    // cheaper than libm's floor on baseline x86_64.
+    let f = if (0.0..4_503_599_627_370_496.0).contains(&q) {
+        (q as u64) as f64
+    } else {
+        q.floor()
+    };
     let d = q - f;
     if d > 0.5 || (d == 0.5 && (f as u64) & 1 == 1) {
         f + 1.0
@@ -280,6 +302,43 @@ pub fn int_to_f16(v: i64) -> u16 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pow2_and_floor_log2_are_exact() {
+        for k in -1074..=1023 {
+            let p = pow2(k);
+            // (powi underflows before the subnormal range; a power-of-two division is exact.)
+            let s = if k < 0 { 100 } else { -100 };
+            assert_eq!(p, 2f64.powi(k + s) / 2f64.powi(s), "2^{k}");
+            assert_eq!(floor_log2(p), k, "log2 2^{k}");
+            if k > -1074 {
+                // The largest value below 2^k has floor(log2) = k - 1.
+                assert_eq!(
+                    floor_log2(f64::from_bits(p.to_bits() - 1)),
+                    k - 1,
+                    "below 2^{k}"
+                );
+            }
+        }
+        assert_eq!(floor_log2(f64::MAX), 1023);
+        assert_eq!(floor_log2(3.0), 1);
+        assert_eq!(floor_log2(0.75), -1);
+    }
+
+    #[test]
+    fn round_half_even_ties() {
+        for (q, r) in [
+            (0.5, 0.0),
+            (1.5, 2.0),
+            (2.5, 2.0),
+            (2.4999, 2.0),
+            (3.5, 4.0),
+            (7.0, 7.0),
+        ] {
+            assert_eq!(round_half_even(q), r, "{q}");
+        }
+        assert_eq!(round_half_even(1e300), 1e300);
+    }
 
     #[test]
     fn conversions_match_the_c_model() {

@@ -61,6 +61,8 @@ pub struct Vp {
     flush_polled: bool,
     /// Done interrupts raised but not yet visible in GLB (see [`Vp::raise`]).
     deferred: std::collections::VecDeque<(IntrSource, usize)>,
+    /// Injected hang (see [`Vp::hang`]): engines stop until reset.
+    hung: bool,
 }
 
 /// A resolved CSB address.
@@ -147,6 +149,7 @@ impl Vp {
             cbuf: conv::Cbuf::default(),
             flush_polled: false,
             deferred: Default::default(),
+            hung: false,
         }
     }
 
@@ -159,6 +162,20 @@ impl Vp {
         *self = Vp::new(self.cfg.clone());
         self.mem = mem;
         self.log_regs = log_regs;
+    }
+
+    /// Fault injection for testing drivers: the accelerator hangs. From now on enabled
+    /// work never runs and no further done interrupt reaches GLB (one already visible
+    /// stays), as when a real engine stalls on a bus that never answers; registers still
+    /// answer. Only [`Vp::reset`] recovers.
+    pub fn hang(&mut self) {
+        log::warn!("fault injection: the accelerator hangs until reset");
+        self.hung = true;
+    }
+
+    /// Whether an injected hang is in effect.
+    pub fn is_hung(&self) -> bool {
+        self.hung
     }
 
     /// The hardware configuration.
@@ -402,6 +419,9 @@ impl Vp {
     }
 
     fn deliver(&mut self) {
+        if self.hung {
+            return;
+        }
         while !self.glb.irq_pending() {
             let Some((src, group)) = self.deferred.pop_front() else {
                 break;
@@ -411,6 +431,9 @@ impl Vp {
     }
 
     fn bdma_launch(&mut self, group: usize) {
+        if self.hung {
+            return;
+        }
         let ops = self.bdma.take();
         for op in &ops {
             if let Err(e) = op.run(&mut self.mem) {
@@ -431,6 +454,9 @@ impl Vp {
 
     /// Runs every engine whose programmed group is ready, until nothing changes.
     fn kick(&mut self) {
+        if self.hung {
+            return;
+        }
         loop {
             let mut progressed = false;
             if self.enabled(Block::Sdp) && self.try_sdp() {
@@ -606,7 +632,19 @@ impl Vp {
             &f[&Block::Csc],
             [&f[&Block::CmacA], &f[&Block::CmacB]],
             &f[&Block::Cacc],
-        );
+        )
+        .and_then(|l| {
+            // CACC delivers Winograd tiles in their own order; only SDP in Winograd
+            // output mode puts them in place (and expects nothing else).
+            if l.wino.is_some() == sdp::winograd_output(&f[&Block::Sdp]) {
+                Ok(l)
+            } else {
+                Err(EngineError::Config {
+                    block: "SDP",
+                    msg: "Winograd output mode differs from the convolution mode".into(),
+                })
+            }
+        });
         let out = layer.and_then(|l| conv::run(&self.cfg, &l, &mut self.cbuf, &self.mem));
         let out = match out {
             Ok(o) => o,
@@ -783,5 +821,45 @@ mod tests {
         vp.csb_write(vp.lookup("BDMA", "CFG_LAUNCH0").unwrap(), 1);
         assert!(vp.fault().is_some());
         assert!(!vp.irq_pending());
+    }
+
+    /// One BDMA copy of 64 bytes from 0x8000_0000 to `dst`, launched on group 1.
+    fn bdma_copy(vp: &mut Vp, dst: u32) {
+        for (n, v) in [
+            ("CFG_SRC_ADDR_LOW", 0x8000_0000),
+            ("CFG_DST_ADDR_LOW", dst),
+            ("CFG_LINE", 1),
+            ("CFG_CMD", 3),
+            ("CFG_OP", 1),
+            ("CFG_LAUNCH1", 1),
+        ] {
+            let a = vp.lookup("BDMA", n).unwrap();
+            vp.csb_write(a, v);
+        }
+    }
+
+    #[test]
+    fn injected_hang_stops_engines_until_reset() {
+        let mut vp = Vp::new(HwConfig::nv_full());
+        vp.mem.host_write(0x8000_0000, &[7; 64]).unwrap();
+        let dram = |vp: &Vp, a: u64| vp.mem.read_vec(crate::mem::RamType::Dram, a, 64).unwrap();
+        vp.hang();
+        assert!(vp.is_hung());
+        bdma_copy(&mut vp, 0x8100_0000);
+        assert!(!vp.irq_pending(), "a hung accelerator raises nothing");
+        assert_eq!(vp.glb().status(), 0);
+        assert_eq!(dram(&vp, 0x8100_0000), vec![0; 64], "nor copies");
+        // Registers still answer.
+        let mask = vp.lookup("GLB", "S_INTR_MASK").unwrap();
+        let reset_mask = vp.csb_read(mask);
+        vp.csb_write(mask, 0);
+        assert_eq!(vp.csb_read(mask), 0);
+        vp.csb_write(mask, reset_mask);
+        vp.reset();
+        assert!(!vp.is_hung());
+        bdma_copy(&mut vp, 0x8200_0000);
+        assert!(vp.irq_pending());
+        assert_eq!(vp.glb().status(), 1 << 7);
+        assert_eq!(dram(&vp, 0x8200_0000), vec![7; 64]);
     }
 }

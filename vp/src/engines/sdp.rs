@@ -98,6 +98,13 @@ pub fn plan(sdp: &RegFile, rdma: &RegFile) -> Plan {
     }
 }
 
+/// Whether SDP's consumer group is programmed for Winograd output
+/// (`D_FEATURE_MODE_CFG.WINOGRAD`).
+pub fn winograd_output(sdp: &RegFile) -> bool {
+    sdp.cur_as::<SDP_FEATURE_MODE::Register>("D_FEATURE_MODE_CFG")
+        .is_set(SDP_FEATURE_MODE::WINOGRAD)
+}
+
 /// The cube the SDP write DMA covers for the programmed layer, or `None` when the result
 /// does not go to memory (on the fly to PDP, or EQL comparison mode). `from_cacc`: the
 /// input comes from the convolution pipeline (channels are not padded to whole atoms).
@@ -893,8 +900,28 @@ pub fn run(
         d.check(mem)?;
     }
     let fm = sdp.cur("D_FEATURE_MODE_CFG");
-    if fm & 4 != 0 {
-        return Err(unsupported("winograd output"));
+    // Winograd output mode takes the CACC output in the order CACC delivers Winograd
+    // tiles (two columns by four rows, `SdpDataOperationWG`, `WdmaSequenceWG`) and
+    // writes each element where it belongs: the cube is the same as in direct mode.
+    // The C model asserts flying mode, no EQL, and whole 4x4 blocks (its operand DMA
+    // reads two-column blocks of 4 rows); the conv pipeline checks the CACC side
+    // (`Vp::try_conv`).
+    let winograd = winograd_output(sdp);
+    if winograd {
+        let bad = |m: String| EngineError::Config {
+            block: BLOCK,
+            msg: m,
+        };
+        if cacc.is_none() {
+            return Err(bad(
+                "Winograd output needs its input on the fly from CACC".into()
+            ));
+        }
+        if w % 4 != 0 || h % 4 != 0 {
+            return Err(bad(format!(
+                "Winograd output {w}x{h} is not made of 4x4 blocks"
+            )));
+        }
     }
     if (fm >> 8) & 0x1f != 0 {
         return Err(unsupported("batch mode"));
@@ -1029,6 +1056,20 @@ pub fn run(
         Operands::default()
     };
     let eql = !y.bypass && !y.alu_bypass && y.alu_algo == 3;
+    if winograd && eql {
+        return Err(EngineError::Config {
+            block: BLOCK,
+            msg: "EQL mode with Winograd output".into(),
+        });
+    }
+    // Per-element operands are read in the order SDP_RDMA's own Winograd bit says
+    // (`SdpRdmaCore`); they line up with the data only when it matches SDP's.
+    if [&bs, &bn, &ew].iter().any(|o| o.per_element) && (rfm & 2 != 0) != winograd {
+        return Err(EngineError::Config {
+            block: "SDP_RDMA",
+            msg: "Winograd mode of the operand DMA differs from SDP's".into(),
+        });
+    }
     let ylut = (!y.bypass && !y.lut_bypass).then(|| SdpLut::decode(sdp));
     let cvt_offset = sext(sdp.cur("D_CVT_OFFSET"), 32);
     let cvt_scale = sext(sdp.cur("D_CVT_SCALE"), 16);

@@ -481,8 +481,8 @@ impl WeightGeom {
     }
 }
 
-/// Fetches and decodes the weights (`[k][c][r][s]`).
-pub fn fetch_weights(l: &Layer, g: &WeightGeom, mem: &Memory) -> Result<Weights, EngineError> {
+/// Reads the weight surface of `g.k` kernels as CBUF holds it (uncompressed bytes).
+fn weight_surface(l: &Layer, g: &WeightGeom, mem: &Memory) -> Result<Vec<u8>, EngineError> {
     let bpk = g.bytes_per_kernel();
     let total =
         g.k.checked_mul(bpk)
@@ -491,8 +491,8 @@ pub fn fetch_weights(l: &Layer, g: &WeightGeom, mem: &Memory) -> Result<Weights,
                 block: BLOCK,
                 msg: "weights exceed the model's 1 GiB limit".into(),
             })?;
-    let raw = if l.compressed {
-        decompress(l, g, total, mem)?
+    if l.compressed {
+        decompress(l, g, total, mem)
     } else {
         if (l.weight_bytes as usize) < total {
             return Err(cfg_err(format!(
@@ -500,15 +500,24 @@ pub fn fetch_weights(l: &Layer, g: &WeightGeom, mem: &Memory) -> Result<Weights,
                 l.weight_bytes, g.k
             )));
         }
-        read_bytes(mem, l.weight_ram, l.weight_addr, total as u64)?
-    };
+        read_bytes(mem, l.weight_ram, l.weight_addr, total as u64)
+    }
+}
+
+/// Decodes `[k][c][r][s]` weights from a weight surface, element offsets by `offset`.
+fn decode_weights(
+    l: &Layer,
+    g: &WeightGeom,
+    raw: &[u8],
+    offset: impl Fn(usize, usize, usize, usize) -> usize,
+) -> Weights {
     let mut data = vec![0i32; g.k * g.c * g.r * g.s];
     let mut i = 0;
     for k in 0..g.k {
         for c in 0..g.c {
             for r in 0..g.r {
                 for s in 0..g.s {
-                    let o = g.offset(k, c, r, s);
+                    let o = offset(k, c, r, s);
                     data[i] = match g.bpe {
                         1 => i32::from(raw[o] as i8),
                         _ => {
@@ -525,11 +534,166 @@ pub fn fetch_weights(l: &Layer, g: &WeightGeom, mem: &Memory) -> Result<Weights,
             }
         }
     }
-    Ok(Weights {
+    Weights {
         k: g.k,
         c: g.c,
         r: g.r,
         s: g.s,
+        data,
+    }
+}
+
+/// Fetches and decodes the weights (`[k][c][r][s]`).
+pub fn fetch_weights(l: &Layer, g: &WeightGeom, mem: &Memory) -> Result<Weights, EngineError> {
+    let raw = weight_surface(l, g, mem)?;
+    Ok(decode_weights(l, g, &raw, |k, c, r, s| {
+        g.offset(k, c, r, s)
+    }))
+}
+
+/// Byte offset of element (k, c, r, s) of a Winograd weight surface of 4x4 tiles
+/// (`g.r = g.s = 4`): kernel groups as in direct convolution; inside a group, blocks of
+/// 4 channels, then kernels, then the 16 tile positions (row-major), then the 4
+/// channels of the block (`SendWeightToMacSequencerWinoConvCommon`,
+/// `cmod/csc/NV_NVDLA_csc.cpp`; the compiler's `execWtTrnsOpsForWG` writes this order).
+pub fn winograd_weight_offset(g: &WeightGeom, k: usize, c: usize, r: usize, s: usize) -> usize {
+    let sup = super::winograd::SUPER;
+    let grp = k / g.group;
+    let kpg = g.group.min(g.k - grp * g.group);
+    let kk = k - grp * g.group;
+    let tile = 16 * sup * g.bpe;
+    grp * g.group * g.bytes_per_kernel()
+        + (c / sup) * tile * kpg
+        + kk * tile
+        + ((r * 4 + s) * sup + c % sup) * g.bpe
+}
+
+/// Fetches and decodes Winograd weights (`[k][c][4][4]`, the pre-transformed tiles).
+pub fn fetch_weights_winograd(
+    l: &Layer,
+    g: &WeightGeom,
+    mem: &Memory,
+) -> Result<Weights, EngineError> {
+    if (g.r, g.s) != (4, 4) || g.c % super::winograd::SUPER != 0 {
+        return Err(cfg_err(format!(
+            "Winograd weights are 4x4 tiles in channels of fours, not {}x{}x{}",
+            g.s, g.r, g.c
+        )));
+    }
+    let raw = weight_surface(l, g, mem)?;
+    Ok(decode_weights(l, g, &raw, |k, c, r, s| {
+        winograd_weight_offset(g, k, c, r, s)
+    }))
+}
+
+/// Where CDMA puts a Winograd input: padding and convolution stride
+/// (`D_ZERO_PADDING`, `D_CONV_STRIDE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WinoInput {
+    /// Left padding.
+    pub pad_left: usize,
+    /// Right padding.
+    pub pad_right: usize,
+    /// Top padding.
+    pub pad_top: usize,
+    /// Bottom padding.
+    pub pad_bottom: usize,
+    /// Stride x.
+    pub sx: usize,
+    /// Stride y.
+    pub sy: usize,
+}
+
+impl WinoInput {
+    /// Channels of the input after rounding up to whole memory atoms.
+    pub fn padded_channels(c: usize, prec: Precision, atom: u32) -> usize {
+        let cpa = (atom / prec.bytes()).max(1) as usize;
+        c.div_ceil(cpa) * cpa
+    }
+
+    /// The extended cube `(W', H', C')` of a `w x h x c` input, or why CDMA cannot
+    /// build it (`WinoConvDataResponseSequencerCommon` fails unless the padded width
+    /// and height are multiples of 4 strides).
+    pub fn extended(
+        &self,
+        w: usize,
+        h: usize,
+        c: usize,
+        prec: Precision,
+        atom: u32,
+    ) -> Result<(usize, usize, usize), String> {
+        let tw = self.pad_left + w + self.pad_right;
+        let th = self.pad_top + h + self.pad_bottom;
+        if tw % (4 * self.sx) != 0 || th % (4 * self.sy) != 0 {
+            return Err(format!(
+                "padded input {tw}x{th} is not a multiple of 4 strides ({}x{})",
+                self.sx, self.sy
+            ));
+        }
+        let cpad = Self::padded_channels(c, prec, atom);
+        Ok((tw / self.sx, th / self.sy, cpad * self.sx * self.sy))
+    }
+}
+
+/// Reads a feature cube for Winograd convolution and builds the extended cube CSC sees
+/// (`WinoConvDataResponseSequencerCommon`): the input is padded by `PAD_*` elements of
+/// `PAD_VALUE` (all channels, including those past `C` in the last atom, which come
+/// from memory like the others), and the stride is folded into channels: channel
+/// `(ry * sx + rx) * C_pad + c` of position `(X, Y)` is channel `c` of padded position
+/// `(X * sx + rx, Y * sy + ry)`, `C_pad` being `C` rounded up to whole atoms. fp16 NaNs
+/// (padding included) are optionally flushed to zero; the converter does not apply.
+pub fn fetch_winograd(l: &Layer, p: &WinoInput, mem: &Memory) -> Result<InputCube, EngineError> {
+    let (w, h, prec) = (l.cdma_w, l.cdma_h, l.prec);
+    let (ew, eh, ec) = p.extended(w, h, l.cdma_c, prec, l.atom).map_err(cfg_err)?;
+    check_cube(BLOCK, ew, eh, ec)?;
+    let cpad = WinoInput::padded_channels(l.cdma_c, prec, l.atom);
+    let raw = CubeLayout {
+        ram: l.dain_ram,
+        base: l.dain_addr,
+        line_stride: l.line_stride,
+        surf_stride: l.surf_stride,
+        w,
+        h,
+        c: cpad,
+        prec,
+        atom: l.atom,
+    }
+    .read(mem)?;
+    let pad = to_width(i64::from(l.cdma_pad_value), prec);
+    let mut data = vec![pad; ec * eh * ew];
+    for ry in 0..p.sy {
+        for rx in 0..p.sx {
+            for c in 0..cpad {
+                let ch = (ry * p.sx + rx) * cpad + c;
+                for yy in 0..eh {
+                    let py = yy * p.sy + ry;
+                    if py < p.pad_top || py >= p.pad_top + h {
+                        continue;
+                    }
+                    let src = &raw[(c * h + py - p.pad_top) * w..][..w];
+                    let dst = &mut data[(ch * eh + yy) * ew..][..ew];
+                    for (xx, d) in dst.iter_mut().enumerate() {
+                        let px = xx * p.sx + rx;
+                        if px >= p.pad_left && px < p.pad_left + w {
+                            *d = src[px - p.pad_left];
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if prec == Precision::Fp16 && l.nan_to_zero {
+        for v in &mut data {
+            if crate::engines::conv::arith::f16_is_nan(*v as u16) {
+                *v = 0;
+            }
+        }
+    }
+    Ok(InputCube {
+        w: ew,
+        h: eh,
+        c: ec,
+        batches: 1,
         data,
     })
 }

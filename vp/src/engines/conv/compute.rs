@@ -288,7 +288,10 @@ fn conv_int_ordered(g: &Geom, input: &InputCube, w: &Weights) -> Vec<i64> {
 }
 
 /// Splits `0..n` over the available cores and runs `f` on each part (results in order).
-fn par_ranges<T: Send>(n: usize, f: impl Fn(std::ops::Range<usize>) -> T + Sync) -> Vec<T> {
+pub(super) fn par_ranges<T: Send>(
+    n: usize,
+    f: impl Fn(std::ops::Range<usize>) -> T + Sync,
+) -> Vec<T> {
     let threads = std::thread::available_parallelism()
         .map_or(1, |t| t.get())
         .min(n)

@@ -5,24 +5,34 @@
 //! and cross-checks the registers of all five blocks — precisions, modes, sizes,
 //! strides, CBUF banks and entries — so that bad programming becomes a typed
 //! [`EngineError`], never a panic. [`run`] then fetches data and weights (or reuses what
-//! the [`Cbuf`] model holds), convolves ([`compute`]) and returns the CACC output cube
-//! for SDP.
+//! the [`Cbuf`] model holds), convolves ([`compute`] for direct convolution,
+//! [`winograd`] for Winograd) and returns the CACC output cube for SDP.
 //!
 //! Modelled: direct convolution on feature data, image input (pitch-linear pixel
 //! formats, pixel x offset, converter with per-channel mean, padding, channel
 //! pre-extension, post-extension), int8/int16/fp16, padding value, strides, dilation,
 //! batches, packed and unpacked surfaces, partial last channel blocks, compressed
-//! weights, data/weight reuse. Not modelled: Winograd (refused as unsupported).
+//! weights, data/weight reuse; Winograd convolution on nv_full (`CONV_MODE = WINOGRAD`,
+//! int8/int16/fp16): CDMA's padding and stride-to-channel extension in CBUF
+//! ([`cdma::fetch_winograd`]), the 4x4 pre-transformed weight tiles
+//! ([`cdma::fetch_weights_winograd`], compressed or not), CSC's pre-addition with
+//! `PRA_TRUNCATE`, CMAC's post-addition and CACC as in direct convolution. Winograd
+//! layers must have feature input, one batch, the same input and processing precision,
+//! 4x4 kernels over the extended channels and outputs in multiples of 4 that fit the
+//! extended input; SDP must be in Winograd output mode (checked by `Vp`). CSC's stride,
+//! dilation, padding and pad value registers are not used in Winograd mode (CSC's
+//! Winograd sequencer does not read them).
 
 pub mod arith;
 pub mod cdma;
 pub mod compute;
+pub mod winograd;
 
 use crate::config::{HwConfig, HwVersion};
 use crate::engines::{addr64, check_precision, EngineError, Precision};
 use crate::mem::{Memory, RamType};
 use crate::regs::RegFile;
-use cdma::{InputCube, Weights};
+use cdma::{InputCube, Weights, WinoInput};
 use compute::Geom;
 
 /// Extracts `width` bits at `shift`.
@@ -126,6 +136,18 @@ pub struct Layer {
     pub data_banks: u32,
     /// CDMA weight banks.
     pub weight_banks: u32,
+    /// Winograd convolution (`CONV_MODE = WINOGRAD`), `None` for direct convolution.
+    pub wino: Option<Wino>,
+}
+
+/// What a Winograd layer adds to [`Layer`]: where CDMA puts the input and the geometry
+/// CSC computes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Wino {
+    /// CDMA padding and stride.
+    pub input: WinoInput,
+    /// CSC geometry (extended input, outputs, `PRA_TRUNCATE`).
+    pub geom: winograd::Geom,
 }
 
 fn cfg_err(block: &'static str, msg: impl Into<String>) -> EngineError {
@@ -199,15 +221,11 @@ impl Layer {
         }
         check_precision(cfg, prec, "CDMA")?;
         check_precision(cfg, in_prec, "CDMA")?;
-        if winograd {
-            return Err(if cfg.features.winograd {
-                EngineError::Unsupported {
-                    block: "CSC",
-                    msg: "Winograd convolution".into(),
-                }
-            } else {
-                cfg_err("CDMA", format!("{} has no Winograd convolution", cfg.name))
-            });
+        if winograd && !cfg.features.winograd {
+            return Err(cfg_err(
+                "CDMA",
+                format!("{} has no Winograd convolution", cfg.name),
+            ));
         }
         let fmt = cdma.cur("D_DATAIN_FORMAT");
         let image = fmt & 1 == 1;
@@ -224,8 +242,14 @@ impl Layer {
                 return Err(cfg_err(blk, "batch number differs from CDMA"));
             }
         }
-        if batches > 1 && (!cfg.features.batch || image) {
-            return Err(cfg_err("CDMA", "batches need batch mode and feature input"));
+        if batches > 1 && (!cfg.features.batch || image || winograd) {
+            return Err(cfg_err(
+                "CDMA",
+                "batches need batch mode, feature input and direct convolution",
+            ));
+        }
+        if winograd && image {
+            return Err(cfg_err("CDMA", "Winograd convolution needs feature input"));
         }
 
         // CSC geometry.
@@ -283,6 +307,7 @@ impl Layer {
             (cfg.atomic_k / 2) as usize
         };
 
+        let mut wino = None;
         let mut geom = Geom {
             in_w: csc_w,
             in_h: csc_h,
@@ -302,7 +327,77 @@ impl Layer {
             lanes,
             y_ext: 1,
         };
-        if image {
+        if winograd {
+            // CSC's Winograd sequencer reads neither the CSC stride, dilation, padding
+            // nor pad value: CDMA has padded and channel-extended the input in CBUF.
+            let zp = cdma.cur("D_ZERO_PADDING");
+            let st = cdma.cur("D_CONV_STRIDE");
+            let input = WinoInput {
+                pad_left: fld(zp, 0, 5) as usize,
+                pad_right: fld(zp, 8, 6) as usize,
+                pad_top: fld(zp, 16, 5) as usize,
+                pad_bottom: fld(zp, 24, 6) as usize,
+                sx: fld(st, 0, 3) as usize + 1,
+                sy: fld(st, 16, 3) as usize + 1,
+            };
+            let (ew, eh, ec) = input
+                .extended(cdma_w, cdma_h, cdma_c, prec, cfg.memory_atomic)
+                .map_err(|m| cfg_err("CDMA", m))?;
+            if (csc_w, csc_h, csc_c) != (ew, eh, ec) {
+                return Err(cfg_err(
+                    "CSC",
+                    format!(
+                        "input cube {csc_w}x{csc_h}x{csc_c}, CDMA's Winograd extension of \
+                         {cdma_w}x{cdma_h}x{cdma_c} is {ew}x{eh}x{ec}"
+                    ),
+                ));
+            }
+            if (ks, kr) != (4, 4) || kc != ec {
+                return Err(cfg_err(
+                    "CSC",
+                    format!("Winograd kernels are 4x4x{ec}, not {ks}x{kr}x{kc}"),
+                ));
+            }
+            if out_w % 4 != 0 || out_h % 4 != 0 || out_w + 4 > ew || out_h + 4 > eh {
+                return Err(cfg_err(
+                    "CSC",
+                    format!(
+                        "Winograd output {out_w}x{out_h} must be a multiple of 4 and at \
+                         most the {ew}x{eh} extended input less 4"
+                    ),
+                ));
+            }
+            if y_ext != 1 {
+                return Err(cfg_err("CSC", "post-extension needs image input"));
+            }
+            if in_prec != prec {
+                return Err(cfg_err(
+                    "CDMA",
+                    "Winograd convolution cannot change precision",
+                ));
+            }
+            geom.in_w = ew;
+            geom.in_h = eh;
+            geom.in_c = ec;
+            geom.sx = 1;
+            geom.sy = 1;
+            geom.dx = 1;
+            geom.dy = 1;
+            geom.pl = 0;
+            geom.pt = 0;
+            wino = Some(Wino {
+                input,
+                geom: winograd::Geom {
+                    in_w: ew,
+                    in_h: eh,
+                    in_c: ec,
+                    out_w,
+                    out_h,
+                    k: kk,
+                    pra_truncate: fld(csc.cur("D_PRA_CFG"), 0, 2),
+                },
+            });
+        } else if image {
             if ks != 1 {
                 return Err(cfg_err(
                     "CSC",
@@ -361,6 +456,14 @@ impl Layer {
             bpe,
             y_ext: geom.y_ext,
         };
+        let wgeom = if winograd {
+            cdma::WeightGeom {
+                block: winograd::SUPER,
+                ..wgeom
+            }
+        } else {
+            wgeom
+        };
 
         // CDMA weight registers against CSC's.
         let bpk = fld(cdma.cur("D_WEIGHT_SIZE_0"), 0, 18) as usize + 1;
@@ -414,7 +517,20 @@ impl Layer {
         if fld(csc.cur("D_ENTRY_PER_SLICE"), 0, 12) as usize + 1 != entries {
             return Err(cfg_err("CSC", "ENTRY_PER_SLICE differs from CDMA"));
         }
-        if !image {
+        if let Some(w) = &wino {
+            // One entry holds a 4x4 tile of 8 bytes of channels; ENTRY_PER_SLICE counts
+            // a quarter of the entries of 4 extended rows.
+            let want = w.geom.in_w * w.geom.in_c * bpe / 128;
+            if entries != want {
+                return Err(cfg_err(
+                    "CDMA",
+                    format!(
+                        "ENTRY_PER_SLICE {entries}, a Winograd {}x{} line takes {want}",
+                        w.geom.in_w, w.geom.in_c
+                    ),
+                ));
+            }
+        } else if !image {
             let want = entries_per_slice(cfg, cdma_w, cdma_c, prec);
             if entries != want {
                 return Err(cfg_err(
@@ -424,7 +540,8 @@ impl Layer {
             }
         }
         let capacity = u64::from(data_banks) * cbuf_entries_per_bank(cfg);
-        let needed = (entries as u64) * (cdma_h as u64) * (batches as u64);
+        let rows = wino.map_or(cdma_h, |w| w.geom.in_h);
+        let needed = (entries as u64) * (rows as u64) * (batches as u64);
         if needed > capacity {
             return Err(cfg_err(
                 "CDMA",
@@ -501,6 +618,7 @@ impl Layer {
             truncate: fld(cacc.cur("D_CLIP_CFG"), 0, 5),
             data_banks,
             weight_banks,
+            wino,
         })
     }
 }
@@ -508,11 +626,21 @@ impl Layer {
 /// What the convolution buffer holds between layers: the last loaded input cube and
 /// weights, so that a layer with `DATA_REUSE`/`WEIGHT_REUSE` computes with them
 /// instead of fetching. Released contents stay physically in the banks until
-/// overwritten, so reuse after a release still finds them (logged).
+/// overwritten, so reuse after a release still finds them (logged). Each is tagged
+/// with whether it was loaded for Winograd convolution: CBUF then holds a different
+/// arrangement (CSC reuses data only in the same convolution mode).
 #[derive(Debug, Default, Clone)]
 pub struct Cbuf {
-    data: Option<(InputCube, bool)>,
-    weights: Option<(Weights, bool)>,
+    data: Option<Held<InputCube>>,
+    weights: Option<Held<Weights>>,
+}
+
+/// One CBUF content.
+#[derive(Debug, Clone)]
+struct Held<T> {
+    content: T,
+    released: bool,
+    winograd: bool,
 }
 
 impl Cbuf {
@@ -541,21 +669,27 @@ pub fn run(
     mem: &Memory,
 ) -> Result<ConvOutput, EngineError> {
     let g = &layer.geom;
+    let winograd = layer.wino.is_some();
     let input = if layer.data_reuse {
         match &cbuf.data {
-            Some((cube, released)) if cube.h == g.in_h && cube.c == g.in_c && cube.w == g.in_w => {
-                if *released {
+            Some(h)
+                if h.winograd == winograd
+                    && (h.content.w, h.content.h, h.content.c) == (g.in_w, g.in_h, g.in_c) =>
+            {
+                if h.released {
                     log::warn!("CDMA: data reuse after the data were released");
                 }
-                cube.clone()
+                h.content.clone()
             }
             _ => {
                 return Err(cfg_err(
                     "CDMA",
-                    "DATA_REUSE set but CBUF holds no input of this shape",
+                    "DATA_REUSE set but CBUF holds no input of this shape and mode",
                 ))
             }
         }
+    } else if let Some(w) = &layer.wino {
+        cdma::fetch_winograd(layer, &w.input, mem)?
     } else if layer.image {
         let lines = cdma::fetch_image(layer, mem)?;
         cdma::image_as_cube(&lines, g.out_w, layer.image_sx, layer.csc_c, g.in_c)?
@@ -564,27 +698,44 @@ pub fn run(
     };
     let weights = if layer.weight_reuse {
         match &cbuf.weights {
-            Some((w, released)) if (w.k, w.c, w.r, w.s) == (g.k, g.in_c, g.r, g.s) => {
-                if *released {
+            Some(h)
+                if h.winograd == winograd
+                    && (h.content.k, h.content.c, h.content.r, h.content.s)
+                        == (g.k, g.in_c, g.r, g.s) =>
+            {
+                if h.released {
                     log::warn!("CDMA: weight reuse after the weights were released");
                 }
-                w.clone()
+                h.content.clone()
             }
             _ => {
                 return Err(cfg_err(
                     "CDMA",
-                    "WEIGHT_REUSE set but CBUF holds no weights of this shape",
+                    "WEIGHT_REUSE set but CBUF holds no weights of this shape and mode",
                 ))
             }
         }
+    } else if winograd {
+        cdma::fetch_weights_winograd(layer, &layer.wgeom, mem)?
     } else {
         cdma::fetch_weights(layer, &layer.wgeom, mem)?
     };
-    let acc = compute::conv(g, layer.prec, &input, &weights, layer.truncate)?;
+    let acc = match &layer.wino {
+        Some(w) => winograd::conv(&w.geom, layer.prec, &input, &weights, layer.truncate)?,
+        None => compute::conv(g, layer.prec, &input, &weights, layer.truncate)?,
+    };
     let per_batch = g.k * g.out_h * g.out_w;
     let cube = acc.data[..per_batch].to_vec();
-    cbuf.data = Some((input, !layer.skip_data_rls));
-    cbuf.weights = Some((weights, !layer.skip_weight_rls));
+    cbuf.data = Some(Held {
+        content: input,
+        released: !layer.skip_data_rls,
+        winograd,
+    });
+    cbuf.weights = Some(Held {
+        content: weights,
+        released: !layer.skip_weight_rls,
+        winograd,
+    });
     Ok(ConvOutput {
         cube,
         batches: layer.batches,
