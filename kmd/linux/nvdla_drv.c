@@ -17,6 +17,11 @@
  * firmware in process context, so the hard handler masks the line (disable_irq_nosync) and
  * wakes the waiter; the next wait, the end of the submit, or a reset unmasks it.
  *
+ * PRIME: DRM_IOCTL_PRIME_HANDLE_TO_FD exports a buffer object as a dma-buf (one contiguous
+ * range of the region; importers get a one-entry sg_table, user space can mmap the fd). The
+ * export pins the buffer like a mapping does; if the owner's file closes first the buffer
+ * lives on, invisible, until the dma-buf's last reference goes.
+ *
  * Memory: one dma_alloc_coherent() region per device (size: the mem_mb parameter; on a
  * board, a reserved-memory node attached to the NVDLA node is used when present). Buffer
  * objects are ranges of it, so a buffer's device address is the region's DMA address plus
@@ -41,6 +46,7 @@
 #include <linux/ktime.h>
 #include <linux/delay.h>
 #include <linux/uaccess.h>
+#include <linux/dma-buf.h>
 
 #include <drm/drm_device.h>
 #include <drm/drm_drv.h>
@@ -389,6 +395,51 @@ static int nvdla_ioctl_gem_destroy(struct drm_device *drm, void *data, struct dr
 	return ret;
 }
 
+/* One exported buffer object; holds its pin and a device reference until released. */
+struct nvdla_export {
+	struct nvdla_device *nd;
+	u32 client;
+	u32 handle;
+	u64 iova;
+	u64 len;
+};
+
+static const struct dma_buf_ops nvdla_dmabuf_ops;
+
+/*
+ * Address-list handles as upstream's runtime passes them: upstream's nvdla_runtime exports
+ * every buffer with PRIME and puts the dma-buf fd in the list (opendla.ko turns it back into
+ * a GEM handle), and leaves `reserved` uninitialised. So an entry naming an open dma-buf fd of
+ * this device, exported through this DRM file, is taken as that buffer (the dma-buf is held
+ * until the submit ends); any other value is a GEM handle. `reserved` is ignored.
+ */
+static int nvdla_resolve_addresses(struct nvdla_file *nf, struct nvdla_mem_handle *list,
+				   u32 n, struct dma_buf **held, u32 *nheld)
+{
+	struct nvdla_export *ex;
+	struct dma_buf *buf;
+	u32 i;
+
+	for (i = 0; i < n; i++) {
+		list[i].reserved = 0;
+		if (list[i].handle > INT_MAX)
+			continue;
+		buf = dma_buf_get((int)list[i].handle);
+		if (IS_ERR(buf))
+			continue;
+		ex = buf->priv;
+		if (buf->ops != &nvdla_dmabuf_ops || ex->client != nf->client) {
+			dma_buf_put(buf);
+			if (buf->ops == &nvdla_dmabuf_ops)
+				return -ENOENT; /* another client's buffer */
+			continue;
+		}
+		list[i].handle = ex->handle;
+		held[(*nheld)++] = buf;
+	}
+	return 0;
+}
+
 static int nvdla_ioctl_submit(struct drm_device *drm, void *data, struct drm_file *file)
 {
 	struct nvdla_device *nd = to_nvdla(drm);
@@ -397,7 +448,9 @@ static int nvdla_ioctl_submit(struct drm_device *drm, void *data, struct drm_fil
 	struct nvdla_ioctl_submit_task *utasks;
 	struct nvdla_rs_task *tasks;
 	struct nvdla_mem_handle *list;
+	struct dma_buf **held = NULL;
 	unsigned int i, copied = 0;
+	u32 nheld = 0, total = 0;
 	int ret;
 
 	/* Cheapest first: header fields, then each count, before copying anything big. */
@@ -419,7 +472,16 @@ static int nvdla_ioctl_submit(struct drm_device *drm, void *data, struct drm_fil
 	for (i = 0; i < args->num_tasks; i++) {
 		ret = nvdla_rs_check_task(i, utasks[i].num_addresses);
 		if (ret)
-			goto free_lists;
+			goto free_tasks;
+		total += utasks[i].num_addresses;
+	}
+	held = kvmalloc_array(total, sizeof(*held), GFP_KERNEL);
+	if (!held) {
+		ret = -ENOMEM;
+		goto free_tasks;
+	}
+	for (i = 0; i < args->num_tasks; i++) {
+		/* Counts were checked above. */
 		list = kvmalloc_array(utasks[i].num_addresses, sizeof(*list), GFP_KERNEL);
 		if (!list) {
 			ret = -ENOMEM;
@@ -427,13 +489,21 @@ static int nvdla_ioctl_submit(struct drm_device *drm, void *data, struct drm_fil
 		}
 		tasks[i].addresses = list;
 		tasks[i].num_addresses = utasks[i].num_addresses;
-		tasks[i].timeout = utasks[i].timeout;
+		/*
+		 * Upstream's runtime never sets the timeout (0 in every submit, from an
+		 * uninitialised stack array) and opendla.ko ignores it: 0 means none here
+		 * (the wait is killable).
+		 */
+		tasks[i].timeout = utasks[i].timeout ? utasks[i].timeout : 0xffffffffu;
 		copied = i + 1;
 		if (copy_from_user(list, u64_to_user_ptr(utasks[i].address_list),
 				   array_size(utasks[i].num_addresses, sizeof(*list)))) {
 			ret = -EFAULT;
 			goto free_lists;
 		}
+		ret = nvdla_resolve_addresses(nf, list, utasks[i].num_addresses, held, &nheld);
+		if (ret)
+			goto free_lists;
 	}
 
 	ret = nvdla_lock(nd);
@@ -449,6 +519,9 @@ free_lists:
 	for (i = 0; i < copied; i++)
 		kvfree(tasks[i].addresses);
 free_tasks:
+	while (nheld)
+		dma_buf_put(held[--nheld]);
+	kvfree(held);
 	kvfree(tasks);
 	kvfree(utasks);
 	return ret;
@@ -460,6 +533,164 @@ static const struct drm_ioctl_desc nvdla_ioctls[] = {
 	DRM_IOCTL_DEF_DRV(NVDLA_GEM_MMAP, nvdla_ioctl_gem_mmap, DRM_RENDER_ALLOW),
 	DRM_IOCTL_DEF_DRV(NVDLA_GEM_DESTROY, nvdla_ioctl_gem_destroy, DRM_RENDER_ALLOW),
 };
+
+/* ---- PRIME export ---- */
+
+static struct sg_table *nvdla_dmabuf_map(struct dma_buf_attachment *at,
+					 enum dma_data_direction dir)
+{
+	struct nvdla_export *ex = at->dmabuf->priv;
+	struct nvdla_device *nd = ex->nd;
+	struct sg_table *sgt;
+	int ret;
+
+	sgt = kzalloc(sizeof(*sgt), GFP_KERNEL);
+	if (!sgt)
+		return ERR_PTR(-ENOMEM);
+	/* The buffer's pages, as the region's allocator sees them; then for the importer. */
+	ret = dma_get_sgtable(nd->dev, sgt, nvdla_mem_ptr(nd, ex->iova, ex->len), ex->iova,
+			      ex->len);
+	if (ret)
+		goto free;
+	ret = dma_map_sgtable(at->dev, sgt, dir, 0);
+	if (ret)
+		goto free_table;
+	return sgt;
+
+free_table:
+	sg_free_table(sgt);
+free:
+	kfree(sgt);
+	return ERR_PTR(ret);
+}
+
+static void nvdla_dmabuf_unmap(struct dma_buf_attachment *at, struct sg_table *sgt,
+			       enum dma_data_direction dir)
+{
+	dma_unmap_sgtable(at->dev, sgt, dir, 0);
+	sg_free_table(sgt);
+	kfree(sgt);
+}
+
+static void nvdla_dmabuf_release(struct dma_buf *buf)
+{
+	struct nvdla_export *ex = buf->priv;
+	struct nvdla_device *nd = ex->nd;
+
+	mutex_lock(&nd->lock);
+	if (nd->rs)
+		nvdla_rs_mmap_release(nd->rs, ex->client, ex->handle);
+	mutex_unlock(&nd->lock);
+	drm_dev_put(&nd->drm);
+	kfree(ex);
+}
+
+static int nvdla_dmabuf_mmap(struct dma_buf *buf, struct vm_area_struct *vma)
+{
+	struct nvdla_export *ex = buf->priv;
+	struct nvdla_device *nd = ex->nd;
+	u64 off = (u64)vma->vm_pgoff << PAGE_SHIFT;
+	unsigned long size = vma->vm_end - vma->vm_start;
+
+	if (off > ex->len || size > ex->len - off)
+		return -EINVAL;
+	/* As nvdla_mmap: the whole region, at the buffer's page offset inside it. */
+	vma->vm_pgoff += (ex->iova - nd->mem_dma) >> PAGE_SHIFT;
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
+	vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
+#else
+	vma->vm_flags |= VM_DONTEXPAND | VM_DONTDUMP;
+#endif
+	return dma_mmap_coherent(nd->dev, vma, nd->mem_cpu, nd->mem_dma, nd->mem_size);
+}
+
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(5, 18, 0)
+static int nvdla_dmabuf_vmap(struct dma_buf *buf, struct iosys_map *map)
+{
+	struct nvdla_export *ex = buf->priv;
+
+	/* Coherent memory has a kernel mapping already. */
+	iosys_map_set_vaddr(map, nvdla_mem_ptr(ex->nd, ex->iova, ex->len));
+	return 0;
+}
+#endif
+
+static const struct dma_buf_ops nvdla_dmabuf_ops = {
+	.map_dma_buf = nvdla_dmabuf_map,
+	.unmap_dma_buf = nvdla_dmabuf_unmap,
+	.release = nvdla_dmabuf_release,
+	.mmap = nvdla_dmabuf_mmap,
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(5, 18, 0)
+	.vmap = nvdla_dmabuf_vmap,
+#endif
+};
+
+/*
+ * DRM_IOCTL_PRIME_HANDLE_TO_FD (the DRM core checked flags: DRM_CLOEXEC | DRM_RDWR). Each
+ * call makes a new dma-buf; the buffer stays pinned (GEM_DESTROY answers EBUSY) until every
+ * dma-buf of it is released.
+ */
+static int nvdla_prime_handle_to_fd(struct drm_device *drm, struct drm_file *file,
+				    u32 handle, u32 flags, int *prime_fd)
+{
+	struct nvdla_device *nd = to_nvdla(drm);
+	struct nvdla_file *nf = file->driver_priv;
+	DEFINE_DMA_BUF_EXPORT_INFO(info);
+	struct nvdla_export *ex;
+	struct dma_buf *buf;
+	u64 offset;
+	int ret, fd;
+
+	ex = kzalloc(sizeof(*ex), GFP_KERNEL);
+	if (!ex)
+		return -ENOMEM;
+	ret = nvdla_lock(nd);
+	if (ret)
+		goto free;
+	/* The buffer's mmap offset names it for the pinning lookup. */
+	ret = nvdla_rs_gem_mmap(nd->rs, nf->client, handle, &offset);
+	if (!ret)
+		ret = nvdla_rs_mmap_lookup(nd->rs, nf->client, offset, &ex->handle, &ex->iova,
+					   &ex->len);
+	mutex_unlock(&nd->lock);
+	if (ret)
+		goto free;
+	ex->nd = nd;
+	ex->client = nf->client;
+	if (!nvdla_mem_ptr(nd, ex->iova, ex->len) || !PAGE_ALIGNED(ex->iova)) {
+		ret = -EINVAL;
+		goto unpin;
+	}
+
+	info.ops = &nvdla_dmabuf_ops;
+	info.size = ex->len;
+	info.flags = flags & DRM_RDWR ? O_RDWR : O_RDONLY;
+	info.priv = ex;
+	drm_dev_get(&nd->drm);
+	buf = dma_buf_export(&info);
+	if (IS_ERR(buf)) {
+		drm_dev_put(&nd->drm);
+		ret = PTR_ERR(buf);
+		goto unpin;
+	}
+	/* From here the dma-buf owns ex: its release drops the pin and the reference. */
+	fd = dma_buf_fd(buf, flags & DRM_CLOEXEC ? O_CLOEXEC : 0);
+	if (fd < 0) {
+		dma_buf_put(buf);
+		return fd;
+	}
+	*prime_fd = fd;
+	return 0;
+
+unpin:
+	mutex_lock(&nd->lock);
+	if (nd->rs)
+		nvdla_rs_mmap_release(nd->rs, nf->client, ex->handle);
+	mutex_unlock(&nd->lock);
+free:
+	kfree(ex);
+	return ret;
+}
 
 /* ---- files and mappings ---- */
 
@@ -494,8 +725,8 @@ static void nvdla_postclose(struct drm_device *drm, struct drm_file *file)
 		busy = nvdla_rs_close_client(nd->rs, nf->client);
 	mutex_unlock(&nd->lock);
 	if (busy)
-		dev_warn(nd->dev, "client %u closed with %u busy buffers (leaked)\n", nf->client,
-			 busy);
+		dev_dbg(nd->dev, "client %u closed; %u buffers stay until unmapped or released\n",
+			nf->client, busy);
 	ida_free(&nd->clients, nf->client);
 	kfree(nf);
 }
@@ -607,6 +838,7 @@ static const struct file_operations nvdla_fops = {
 static const struct drm_driver nvdla_drm_driver = {
 	.driver_features = DRIVER_RENDER,
 	.open = nvdla_open,
+	.prime_handle_to_fd = nvdla_prime_handle_to_fd,
 	.postclose = nvdla_postclose,
 	.ioctls = nvdla_ioctls,
 	.num_ioctls = ARRAY_SIZE(nvdla_ioctls),
@@ -888,3 +1120,8 @@ module_exit(nvdla_exit);
 
 MODULE_DESCRIPTION(DRIVER_DESC);
 MODULE_LICENSE("Dual BSD/GPL");
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 13, 0)
+MODULE_IMPORT_NS("DMA_BUF");
+#else
+MODULE_IMPORT_NS(DMA_BUF);
+#endif

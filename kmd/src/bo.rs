@@ -7,8 +7,12 @@
 //! from the [`IovaAllocator`] for its whole page-rounded size and
 //! a fake mmap offset the client passes to `mmap(2)` to see its bytes.
 //!
-//! While a task that uses a BO runs, the BO is pinned; destroying a pinned BO is refused with
-//! `EBUSY` so the engine never writes into memory that was freed and reused.
+//! While a task that uses a BO runs, or user space maps or exports it, the BO is pinned;
+//! destroying a pinned BO is refused with `EBUSY` so the engine never writes into memory
+//! that was freed and reused. When the owner closes its file while some of its BOs are
+//! pinned (a mapping or an exported dma-buf outlives the file), those BOs become orphans:
+//! invisible to every client (a later client may get the same id), and freed when their
+//! last pin is dropped.
 //!
 //! The table only does bookkeeping: the backing memory itself belongs to the OS layer, which
 //! allocates it at the BO's device address.
@@ -88,8 +92,12 @@ pub struct Bo {
     pub iova_len: u64,
     /// Fake offset for `mmap(2)`.
     pub mmap_offset: u64,
-    /// Number of running tasks using the BO; nonzero forbids destruction.
+    /// Number of running tasks, user mappings and exports using the BO; nonzero forbids
+    /// destruction.
     pub pin_count: u32,
+    /// The owner closed its file while the BO was pinned: only [`BoTable::unpin`] reaches
+    /// it, and the last unpin frees it.
+    pub orphaned: bool,
 }
 
 /// All live buffer objects of a device.
@@ -163,6 +171,7 @@ impl BoTable {
                 iova_len,
                 mmap_offset,
                 pin_count: 0,
+                orphaned: false,
             },
         );
         Ok(handle)
@@ -185,14 +194,14 @@ impl BoTable {
     /// client (the two are indistinguishable to the caller on purpose).
     pub fn lookup(&self, client: ClientId, handle: u32) -> Result<&Bo, Error> {
         match self.bos.get(&handle) {
-            Some(bo) if bo.owner == client => Ok(bo),
+            Some(bo) if bo.owner == client && !bo.orphaned => Ok(bo),
             _ => Err(Error::NoEntry),
         }
     }
 
     fn lookup_mut(&mut self, client: ClientId, handle: u32) -> Result<&mut Bo, Error> {
         match self.bos.get_mut(&handle) {
-            Some(bo) if bo.owner == client => Ok(bo),
+            Some(bo) if bo.owner == client && !bo.orphaned => Ok(bo),
             _ => Err(Error::NoEntry),
         }
     }
@@ -229,19 +238,25 @@ impl BoTable {
         Ok(bo)
     }
 
-    /// Destroys every BO of a client (its device file was closed). Pinned BOs are kept and
-    /// their count is returned: the caller MUST retry after the tasks using them end.
+    /// Destroys every BO of a client (its device file was closed). Pinned BOs become
+    /// orphans, freed by their last [`unpin`](Self::unpin); their count is returned.
     pub fn release_client(&mut self, client: ClientId) -> usize {
         let handles: alloc::vec::Vec<u32> = self
             .bos
             .iter()
-            .filter(|(_, bo)| bo.owner == client)
+            .filter(|(_, bo)| bo.owner == client && !bo.orphaned)
             .map(|(&h, _)| h)
             .collect();
-        handles
-            .into_iter()
-            .filter(|&h| self.destroy(client, h).is_err())
-            .count()
+        let mut orphans = 0;
+        for h in handles {
+            if self.destroy(client, h).is_err() {
+                if let Some(bo) = self.bos.get_mut(&h) {
+                    bo.orphaned = true;
+                    orphans += 1;
+                }
+            }
+        }
+        orphans
     }
 
     /// Pins a BO for a task: it cannot be destroyed until [`unpin`](Self::unpin).
@@ -252,11 +267,25 @@ impl BoTable {
         Ok(())
     }
 
-    /// Drops one pin; `EINVAL` if the BO is not pinned.
+    /// Drops one pin; `EINVAL` if the BO is not pinned. This also reaches the client's
+    /// orphans, and frees an orphan when its last pin goes.
     pub fn unpin(&mut self, client: ClientId, handle: u32) -> Result<(), Error> {
-        let bo = self.lookup_mut(client, handle)?;
+        let bo = match self.bos.get_mut(&handle) {
+            Some(bo) if bo.owner == client => bo,
+            _ => return Err(Error::NoEntry),
+        };
         bo.pin_count = bo.pin_count.checked_sub(1).ok_or(Error::Invalid)?;
+        if bo.orphaned && bo.pin_count == 0 {
+            let (iova, len) = (bo.iova, bo.iova_len);
+            self.bos.remove(&handle);
+            self.iova.free(iova, len)?;
+        }
         Ok(())
+    }
+
+    /// Number of orphaned BOs (see the module documentation).
+    pub fn orphans(&self) -> usize {
+        self.bos.values().filter(|bo| bo.orphaned).count()
     }
 
     /// Iterates over live BOs as (handle, BO), in handle order.
@@ -352,16 +381,35 @@ mod tests {
     }
 
     #[test]
-    fn release_client_keeps_pinned() {
+    fn release_client_orphans_pinned_until_unpinned() {
         let mut t = small();
         let a1 = t.create(A, 1, 0).unwrap().get();
         let a2 = t.create(A, 1, 0).unwrap().get();
         let b1 = t.create(B, 1, 0).unwrap().get();
         t.pin(A, a2).unwrap();
+        t.pin(A, a2).unwrap();
         assert_eq!(t.release_client(A), 1);
         assert_eq!(t.lookup(A, a1).err(), Some(Error::NoEntry));
-        assert!(t.lookup(A, a2).is_ok());
+        // The orphan is invisible, even to a new client that gets the same id...
+        assert_eq!(t.lookup(A, a2).err(), Some(Error::NoEntry));
+        assert_eq!(t.destroy(A, a2).err(), Some(Error::NoEntry));
+        assert_eq!(t.pin(A, a2).err(), Some(Error::NoEntry));
+        let mmap = MMAP_OFFSET_BASE + u64::from(a2) * PAGE_SIZE;
+        assert_eq!(t.by_mmap_offset(A, mmap).err(), Some(Error::Invalid));
+        assert_eq!(t.release_client(A), 0, "already orphaned");
         assert!(t.lookup(B, b1).is_ok());
+        // ...its pins still drop, and the last one frees it.
+        assert_eq!((t.len(), t.orphans()), (2, 1));
+        t.unpin(A, a2).unwrap();
+        assert_eq!((t.len(), t.orphans()), (2, 1));
+        t.unpin(A, a2).unwrap();
+        assert_eq!((t.len(), t.orphans()), (1, 0));
+        assert_eq!(t.unpin(A, a2).err(), Some(Error::NoEntry));
+        // Its device addresses are free again: two 8-page BOs fill the 16-page window.
+        t.release_client(B);
+        assert!(t.is_empty());
+        t.create(B, 8 * PAGE_SIZE, 0).unwrap();
+        t.create(B, 8 * PAGE_SIZE, 0).unwrap();
     }
 
     #[test]

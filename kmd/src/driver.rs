@@ -142,8 +142,8 @@ impl<O: KmdOs> Kmd<O> {
         self.bos.unpin(client, handle)
     }
 
-    /// Frees every buffer of `client` (its file was closed). Returns how many could not be
-    /// freed because a task still uses them.
+    /// Frees every buffer of `client` (its file was closed). Returns how many are still
+    /// pinned (mapped or exported): they are freed when their last pin drops.
     pub fn close_client(&mut self, client: ClientId) -> usize {
         self.bos.release_client(client)
     }
