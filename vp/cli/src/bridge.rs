@@ -83,6 +83,9 @@ pub struct BridgeConfig {
     pub ram_base: u64,
     /// The hardware configuration of the model.
     pub hw: HwConfig,
+    /// Fault injection: after this many interrupts the model hangs ([`Vp::hang`]) until
+    /// the driver resets it; once per connection.
+    pub hang_after_irqs: Option<u64>,
 }
 
 /// Counters of one connection, printed when it ends.
@@ -125,6 +128,8 @@ struct Device {
     bar0_size: u64,
     irq_level: bool,
     stats: Stats,
+    /// Interrupts left before the injected hang, if one is armed.
+    hang_in: Option<u64>,
 }
 
 impl Device {
@@ -250,6 +255,7 @@ pub fn serve_connection(mut stream: UnixStream, cfg: &BridgeConfig) -> Result<St
                 bar0_size: m.value,
                 irq_level: false,
                 stats: Stats::default(),
+                hang_in: cfg.hang_after_irqs,
             });
             continue;
         }
@@ -307,6 +313,12 @@ pub fn serve_connection(mut stream: UnixStream, cfg: &BridgeConfig) -> Result<St
                     d.irq_level = level;
                     if level {
                         d.stats.irqs += 1;
+                        if let Some(n) = d.hang_in {
+                            d.hang_in = n.checked_sub(1).filter(|&left| left > 0);
+                            if d.hang_in.is_none() {
+                                d.vp.hang();
+                            }
+                        }
                     }
                     log::trace!("bridge: interrupt line {}", u8::from(level));
                     send(
@@ -388,6 +400,7 @@ mod tests {
             guest_ram: ram.clone(),
             ram_base: 0x4000_0000,
             hw: HwConfig::nv_full(),
+            hang_after_irqs: None,
         };
         (cfg, ram)
     }
@@ -460,6 +473,67 @@ mod tests {
         dev.write_all(&[1, 2, 3]).unwrap(); // a truncated message
         drop(dev);
         assert!(serve_connection(host, &cfg).is_err());
+        std::fs::remove_file(&ram).unwrap();
+    }
+
+    /// `--hang-after-irqs 1`: the second copy never completes (no interrupt, no data)
+    /// until the driver resets the device; then copies work again.
+    #[test]
+    fn injected_hang_lasts_until_reset() {
+        let (mut cfg, ram) = setup("hang");
+        cfg.hang_after_irqs = Some(1);
+        std::fs::write(&ram, {
+            let mut v = vec![0u8; 1 << 20];
+            v[0x1000..0x1020].fill(0x5a);
+            v
+        })
+        .unwrap();
+        let (mut dev, host) = UnixStream::pair().unwrap();
+        let c = cfg.clone();
+        let t = std::thread::spawn(move || serve_connection(host, &c).unwrap());
+        dev.write_all(&msg(HELLO, 0, 1, 0x40000)).unwrap();
+        let vp = Vp::new(HwConfig::nv_full());
+        let reg = |b: &str, r: &str| u64::from(vp.lookup(b, r).unwrap());
+        let copy = |dev: &mut UnixStream, dst: u64| {
+            for (r, v) in [
+                ("CFG_SRC_ADDR_LOW", 0x4000_1000),
+                ("CFG_DST_ADDR_LOW", dst),
+                ("CFG_LINE", 0),
+                ("CFG_CMD", 3),
+                ("CFG_OP", 1),
+                ("CFG_LAUNCH0", 1),
+            ] {
+                dev.write_all(&msg(WRITE, 4, reg("BDMA", r), v)).unwrap();
+            }
+        };
+        let status = reg("GLB", "S_INTR_STATUS");
+        dev.write_all(&msg(WRITE, 4, reg("GLB", "S_INTR_MASK"), 0))
+            .unwrap();
+        copy(&mut dev, 0x4000_2000);
+        assert_eq!(recv(&mut dev).len, 1, "first copy interrupts");
+        dev.write_all(&msg(WRITE, 4, status, 0xffff_ffff)).unwrap();
+        assert_eq!(recv(&mut dev).len, 0, "line drops after clearing");
+        copy(&mut dev, 0x4000_3000);
+        dev.write_all(&msg(READ, 4, status, 0)).unwrap();
+        let r = recv(&mut dev);
+        assert_eq!(
+            (r.kind, r.value),
+            (READ_REPLY, 0),
+            "hung: no interrupt, no status"
+        );
+        dev.write_all(&msg(RESET, 0, 0, 0)).unwrap();
+        assert_eq!(recv(&mut dev).kind, RESET_DONE);
+        dev.write_all(&msg(WRITE, 4, reg("GLB", "S_INTR_MASK"), 0))
+            .unwrap();
+        copy(&mut dev, 0x4000_4000);
+        assert_eq!(recv(&mut dev).len, 1, "works again after reset");
+        drop(dev);
+        let stats = t.join().unwrap();
+        assert_eq!((stats.irqs, stats.resets), (2, 1));
+        let data = std::fs::read(&ram).unwrap();
+        assert_eq!(data[0x2000..0x2020], [0x5a; 0x20]);
+        assert_eq!(data[0x3000..0x3020], [0; 0x20]);
+        assert_eq!(data[0x4000..0x4020], [0x5a; 0x20]);
         std::fs::remove_file(&ram).unwrap();
     }
 }

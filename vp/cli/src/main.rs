@@ -79,6 +79,11 @@ enum Cmd {
         /// default for clients that do not name one. With --qemu-socket: exactly one.
         #[arg(long, default_value = "nv_full", value_name = "CONFIGS", value_parser = parse_configs)]
         config: Configs,
+        /// With --qemu-socket, fault injection for driver tests: after this many
+        /// interrupts the accelerator hangs (no engine completes) until the driver resets
+        /// it. Once per QEMU connection.
+        #[arg(long, value_name = "N", requires = "qemu_socket")]
+        hang_after_irqs: Option<u64>,
         /// Most clients connected at once.
         #[arg(long, default_value_t = 64)]
         max_clients: usize,
@@ -161,9 +166,10 @@ fn main() -> ExitCode {
             ram_base,
             config,
             max_clients,
+            hang_after_irqs,
         } => match (socket, qemu_socket, guest_ram) {
             (_, Some(qemu_socket), Some(guest_ram)) => {
-                serve_qemu(qemu_socket, guest_ram, ram_base, &config.0)
+                serve_qemu(qemu_socket, guest_ram, ram_base, &config.0, hang_after_irqs)
             }
             (Some(socket), _, _) => serve_socket(&socket, config.0, max_clients),
             // clap requires --socket or --qemu-socket, and --guest-ram with the latter.
@@ -271,6 +277,7 @@ fn serve_qemu(
     guest_ram: PathBuf,
     ram_base: u64,
     configs: &[VpConfig],
+    hang_after_irqs: Option<u64>,
 ) -> ExitCode {
     let [config] = configs else {
         eprintln!("error: nvdla-vp serve --qemu-socket serves one hardware configuration");
@@ -288,6 +295,7 @@ fn serve_qemu(
         guest_ram,
         ram_base,
         hw,
+        hang_after_irqs,
     };
     match bridge::serve(&cfg) {
         Ok(s) => {
