@@ -12,7 +12,9 @@
 //! - [`fp`]: fp16/fp17/fp32 bit-pattern arithmetic of the datapaths.
 //! - [`trace`]: players for v1 `input.txn` and v2 `.cfg` trace tests.
 //! - [`bench`]: convolution throughput of the model against a plain reference.
-#![forbid(unsafe_code)]
+// `unsafe` only to call the AVX2 convolution kernel once the CPU is known to have AVX2
+// (`engines::conv::arith`).
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod arith;

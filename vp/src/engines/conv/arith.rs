@@ -309,6 +309,11 @@ pub struct Blocks {
     lo: Vec<i16>,
     #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
     regs: sse2::Regs,
+    /// The same lanes sixteen to an AVX2 register, when the CPU has AVX2 (then `wide`).
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    regs256: arith_avx2::Regs,
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    wide: bool,
 }
 
 /// One block of [`Blocks`].
@@ -335,6 +340,10 @@ impl Blocks {
             lo: Vec::new(),
             #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
             regs: sse2::Regs::default(),
+            #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+            regs256: arith_avx2::Regs::default(),
+            #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+            wide: arith_avx2::available(),
         }
     }
 
@@ -345,7 +354,10 @@ impl Blocks {
         self.hi.clear();
         self.lo.clear();
         #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-        self.regs.clear();
+        {
+            self.regs.clear();
+            self.regs256.clear();
+        }
     }
 
     /// Appends the block of fp16 bit patterns `h` (at most `lanes` of them; more are
@@ -375,6 +387,18 @@ impl Blocks {
                 &self.val[r],
             );
         }
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        if self.wide {
+            for i in (start..self.val.len()).step_by(16) {
+                let r = i..i + 16;
+                self.regs256.push(
+                    &self.coarse[r.clone()],
+                    &self.hi[r.clone()],
+                    &self.lo[r.clone()],
+                    &self.val[r],
+                );
+            }
+        }
         let _ = start;
     }
 
@@ -393,11 +417,14 @@ impl Blocks {
     pub fn mac(&self, di: usize, w: &Blocks, wi: usize) -> MacF16 {
         #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
         {
-            let (dn, wn) = (self.lanes / 8, w.lanes / 8);
             let (dr, wr) = (
                 di * self.lanes..(di + 1) * self.lanes,
                 wi * w.lanes..(wi + 1) * w.lanes,
             );
+            if self.wide && w.wide {
+                return self.mac_avx2(di, w, wi);
+            }
+            let (dn, wn) = (self.lanes / 8, w.lanes / 8);
             sse2::mac_block(
                 &self.regs.data[di * dn..(di + 1) * dn],
                 &w.regs.weight[wi * wn..(wi + 1) * wn],
@@ -411,6 +438,33 @@ impl Blocks {
         }
         #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
         mac_f16_portable(self.block(di), w.block(wi))
+    }
+
+    /// [`Blocks::mac`] on the AVX2 registers (both block sets must be `wide`).
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    #[allow(unsafe_code)]
+    #[inline]
+    fn mac_avx2(&self, di: usize, w: &Blocks, wi: usize) -> MacF16 {
+        let (dn, wn) = (self.lanes / 16, w.lanes / 16);
+        let (dr, wr) = (
+            di * self.lanes..(di + 1) * self.lanes,
+            wi * w.lanes..(wi + 1) * w.lanes,
+        );
+        let (d, wt) = (
+            &self.regs256.data[di * dn..(di + 1) * dn],
+            &w.regs256.weight[wi * wn..(wi + 1) * wn],
+        );
+        let lanes = [
+            &self.coarse[dr.clone()],
+            &self.val[dr],
+            &w.coarse[wr.clone()],
+            &w.val[wr],
+        ];
+        assert!(self.wide && w.wide);
+        // SAFETY: `wide` is set only when `arith_avx2::available()` found AVX2 on this CPU
+        // (`Blocks::new`), and the assertion above checks it for both block sets, so the
+        // `#[target_feature(enable = "avx2")]` kernel runs on a CPU that has the feature.
+        unsafe { arith_avx2::mac_block(d, wt, lanes) }
     }
 
     /// Block `i`.
@@ -589,6 +643,10 @@ fn mac_group(
 /// below 2^30; the remainders, at most 15 per register, stay below 2^7 in 16-bit lanes.
 /// Lanes shifted by 8 or more are flagged with `movemask` and computed one at a time.
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+#[path = "arith_avx2.rs"]
+mod arith_avx2;
+
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 mod sse2 {
     use super::{booth8_errors, lane_product, sext, MacF16};
     use safe_arch::{
@@ -720,7 +778,12 @@ mod sse2 {
     /// The lanes flagged in `slow` (two bits per lane; lane `base` first), one at a
     /// time.
     #[inline(never)]
-    fn slow_lanes(lanes: [&[i16]; 4], base: usize, max: i16, slow: [u64; GROUP / 4]) -> i64 {
+    pub(super) fn slow_lanes(
+        lanes: [&[i16]; 4],
+        base: usize,
+        max: i16,
+        slow: [u64; GROUP / 4],
+    ) -> i64 {
         let [dc, dv, wc, wv] = lanes;
         let t8 = booth8_errors();
         let mut total = 0;
@@ -1167,6 +1230,8 @@ mod tests {
         let (d, w) = (db.block(1), wb.block(1));
         assert_eq!(mac_f16_fast(d, w), want, "{dh:04x?} {wh:04x?}");
         assert_eq!(mac_f16_portable(d, w), want, "{dh:04x?} {wh:04x?}");
+        // The kernel the convolution calls: AVX2 where the CPU has it.
+        assert_eq!(db.mac(1, &wb, 1), want, "{dh:04x?} {wh:04x?}");
         want
     }
 
