@@ -1335,6 +1335,90 @@ mod tests {
         assert!(run(HwConfig::nv_small(), &[]).contains("no Winograd"));
     }
 
+    /// A valid Winograd layer with one or two of its registers overwritten by random
+    /// values (whole words, single bit flips, small integers): every run ends in an
+    /// interrupt or a fault, never a panic, and a run that completes still writes the
+    /// output surface it was programmed with.
+    #[test]
+    fn mutated_winograd_programming_never_panics() {
+        const REGS: &[(&str, &str)] = &[
+            ("CACC", "D_DATAOUT_SIZE_0"),
+            ("CACC", "D_DATAOUT_SIZE_1"),
+            ("CACC", "D_MISC_CFG"),
+            ("CACC", "D_CLIP_CFG"),
+            ("CDMA", "D_BANK"),
+            ("CDMA", "D_CONV_STRIDE"),
+            ("CDMA", "D_ZERO_PADDING"),
+            ("CDMA", "D_DAIN_MAP"),
+            ("CDMA", "D_DATAIN_FORMAT"),
+            ("CDMA", "D_DATAIN_SIZE_0"),
+            ("CDMA", "D_DATAIN_SIZE_1"),
+            ("CDMA", "D_DATAIN_SIZE_EXT_0"),
+            ("CDMA", "D_ENTRY_PER_SLICE"),
+            ("CDMA", "D_LINE_STRIDE"),
+            ("CDMA", "D_MISC_CFG"),
+            ("CDMA", "D_SURF_STRIDE"),
+            ("CDMA", "D_WEIGHT_BYTES"),
+            ("CDMA", "D_WEIGHT_SIZE_0"),
+            ("CDMA", "D_WEIGHT_SIZE_1"),
+            ("CDMA", "D_ZERO_PADDING_VALUE"),
+            ("CMAC_A", "D_MISC_CFG"),
+            ("CMAC_B", "D_MISC_CFG"),
+            ("CSC", "D_ATOMICS"),
+            ("CSC", "D_BANK"),
+            ("CSC", "D_DATAIN_FORMAT"),
+            ("CSC", "D_DATAIN_SIZE_EXT_0"),
+            ("CSC", "D_DATAIN_SIZE_EXT_1"),
+            ("CSC", "D_DATAOUT_SIZE_0"),
+            ("CSC", "D_DATAOUT_SIZE_1"),
+            ("CSC", "D_ENTRY_PER_SLICE"),
+            ("CSC", "D_MISC_CFG"),
+            ("CSC", "D_PRA_CFG"),
+            ("CSC", "D_RELEASE"),
+            ("CSC", "D_WEIGHT_BYTES"),
+            ("CSC", "D_WEIGHT_SIZE_EXT_0"),
+            ("CSC", "D_WEIGHT_SIZE_EXT_1"),
+            ("SDP", "D_FEATURE_MODE_CFG"),
+            ("SDP", "D_DATA_CUBE_WIDTH"),
+            ("SDP", "D_DATA_CUBE_HEIGHT"),
+            ("SDP", "D_DATA_CUBE_CHANNEL"),
+        ];
+        let mut r = Lcg(0x3170);
+        let (mut completed, mut faulted) = (0, 0);
+        for it in 0..2000 {
+            let prec = [Precision::Int8, Precision::Int16, Precision::Fp16][it % 3];
+            let mut tweak = Vec::new();
+            for _ in 0..1 + it % 2 {
+                let (b, reg) = REGS[r.next() as usize % REGS.len()];
+                let v = match r.next() % 3 {
+                    0 => r.next(),
+                    1 => 1 << (r.next() % 32),
+                    _ => r.next() % 64,
+                };
+                tweak.push((b, reg, v));
+            }
+            let run = std::panic::catch_unwind(|| {
+                through_the_platform(
+                    prec,
+                    (8, 6, 12, 3),
+                    (1, 3, 1, 1),
+                    1,
+                    it as u64,
+                    crate::HwConfig::nv_full(),
+                    &tweak,
+                )
+            });
+            match run {
+                Ok(Ok(_)) => completed += 1,
+                Ok(Err(_)) => faulted += 1,
+                Err(_) => panic!("iteration {it}: {prec:?} with {tweak:?} panicked"),
+            }
+        }
+        // Both outcomes occur: the mutations reach the checks and the computation.
+        eprintln!("{completed} completed, {faulted} faulted");
+        assert!(completed > 20 && faulted > 20, "{completed} {faulted}");
+    }
+
     /// Compares the PRA with vectors from the C model's `NV_NVDLA_CSC_pra_cell` when
     /// `NVDLA_VP_CSC_PRA_VECTORS` names such a file: per line the precision (0 int8,
     /// 1 int16, 2 fp16), `PRA_TRUNCATE`, the 16 input and the 16 output elements in hex
