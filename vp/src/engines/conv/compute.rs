@@ -181,9 +181,13 @@ fn padded<T: AccT>(g: &Geom, input: &InputCube) -> Result<(Vec<T>, usize, usize)
         for c in 0..g.in_c {
             let src = &input.data[((b * g.in_c + c) * g.in_h) * g.in_w..][..g.in_h * g.in_w];
             let dst = &mut p[((b * g.in_c + c) * hp) * wp..][..hp * wp];
+            // Input columns inside the plane; none when the left padding covers it all.
+            let n = g.in_w.min(wp.saturating_sub(g.pl));
+            if n == 0 {
+                continue;
+            }
             for y in 0..g.in_h.min(hp.saturating_sub(g.pt)) {
                 let row = &src[y * g.in_w..(y + 1) * g.in_w];
-                let n = g.in_w.min(wp.saturating_sub(g.pl));
                 let d = &mut dst[(y + g.pt) * wp + g.pl..][..n];
                 for (o, &v) in d.iter_mut().zip(&row[..n]) {
                     *o = T::from(v);
@@ -558,6 +562,22 @@ mod tests {
             .map(|&v| crate::arith::shr_round(v, 3))
             .collect();
         assert_eq!(got.data, want3);
+    }
+
+    /// Left or top padding past every tap the outputs read: they see only the pad value
+    /// (fuzz `csb`: the padded-plane copy indexed past the plane's end).
+    #[test]
+    fn padding_beyond_the_window_gives_pad_values_only() {
+        for (pl, pt) in [(5, 0), (0, 6), (7, 7), (2, 1)] {
+            let mut g = geom(3, 3, 8, 2, 2, 2);
+            (g.out_w, g.out_h, g.pl, g.pt, g.pad) = (2, 2, pl, pt, 3);
+            let (input, w) = random_case(&g, 8, 9);
+            let want = reference(&g, &input, &w);
+            for prec in [Precision::Int8, Precision::Int16] {
+                let got = conv(&g, prec, &input, &w, 0).unwrap();
+                assert_eq!(got.data, want, "{pl} {pt} {prec:?}");
+            }
+        }
     }
 
     #[test]
