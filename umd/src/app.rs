@@ -16,7 +16,7 @@ use clap::Parser;
 use nvdla_port::device::{Device, Timeout};
 
 use crate::device::{DeviceKind, DeviceOpener, HwConfig};
-use crate::dimg::DlaImage;
+use crate::dimg::{DlaImage, Numbering};
 use crate::error::Direction;
 use crate::image::{self, ImageOptions};
 use crate::runtime::{Phase, RunOptions, Runtime};
@@ -47,6 +47,12 @@ pub struct Args {
     /// Write the output as upstream's raw text dump instead of the binary dimg.
     #[arg(long)]
     pub rawdump: bool,
+    /// Pixel format numbers in the output `.dimg` header: `regression` (as the golden files
+    /// of NVIDIA's regression, made before nvdla/sw inserted `D_F8_CxHWx_x8_I`) or
+    /// `release` (as the last nvdla/sw `nvdla_runtime` writes them; fp16 and int16 outputs
+    /// then say one more).
+    #[arg(long, default_value = "regression", value_parser = parse_numbering)]
+    pub dimg_numbering: Numbering,
     /// Input path (upstream's -i; only checked for existence).
     #[arg(short = 'i', value_name = "path", hide = true)]
     pub input_path: Option<PathBuf>,
@@ -68,6 +74,14 @@ pub struct Args {
     pub port: u16,
 }
 
+fn parse_numbering(s: &str) -> Result<Numbering, String> {
+    match s {
+        "regression" => Ok(Numbering::Regression),
+        "release" => Ok(Numbering::Release),
+        _ => Err(format!("unknown numbering {s:?} (regression or release)")),
+    }
+}
+
 fn parse_kind(s: &str) -> Result<DeviceKind, String> {
     s.parse()
 }
@@ -82,6 +96,7 @@ impl Args {
         ImageOptions {
             normalize: self.normalize.unwrap_or(1),
             mean: self.mean.unwrap_or([0.0; 4]),
+            dimg_numbering: self.dimg_numbering,
         }
     }
 
@@ -188,7 +203,7 @@ fn infer_loaded(
     })?;
     let seconds = start.elapsed().as_secs_f64();
     let images = (0..outputs)
-        .map(|i| rt.output_image(dev, i))
+        .map(|i| rt.output_image(dev, i, image_opts.dimg_numbering))
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Outcome {
         outputs: images,

@@ -113,13 +113,16 @@ impl SourceImage {
     }
 }
 
-/// How `--normalize` and `--mean` adjust HALF inputs.
+/// Image conversions: how `--normalize` and `--mean` adjust HALF inputs, and which pixel
+/// format numbers output `.dimg` headers carry (`--dimg-numbering`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ImageOptions {
     /// Divisor (`--normalize`, an 8-bit value as upstream stores it; default 1).
     pub normalize: u8,
     /// Per-channel mean subtracted first (`--mean`).
     pub mean: [f32; 4],
+    /// Pixel format numbering of output images (default: the regression goldens').
+    pub dimg_numbering: Numbering,
 }
 
 impl Default for ImageOptions {
@@ -127,6 +130,7 @@ impl Default for ImageOptions {
         Self {
             normalize: 1,
             mean: [0.0; 4],
+            dimg_numbering: Numbering::Regression,
         }
     }
 }
@@ -425,9 +429,14 @@ pub fn output_format(t: &TensorDesc) -> Result<PixelFormat, ImageError> {
     f.ok_or_else(|| unsupported(t))
 }
 
-/// Output tensor `t` with surface `data` as a `.dimg` image. The regression numbering of
-/// pixel formats is used, or the release one for a format it lacks (`D_F8_CxHWx_x8_I`).
-pub fn output_image(t: &TensorDesc, data: Vec<u8>) -> Result<DlaImage, ImageError> {
+/// Output tensor `t` with surface `data` as a `.dimg` image, its pixel format numbered by
+/// `numbering`; under [`Numbering::Regression`] a format that table lacks
+/// (`D_F8_CxHWx_x8_I`) takes its release number.
+pub fn output_image(
+    t: &TensorDesc,
+    data: Vec<u8>,
+    numbering: Numbering,
+) -> Result<DlaImage, ImageError> {
     let format = output_format(t)?;
     let header = DimgHeader {
         format,
@@ -439,10 +448,11 @@ pub fn output_image(t: &TensorDesc, data: Vec<u8>) -> Result<DlaImage, ImageErro
         size: u32::try_from(data.len())
             .map_err(|_| DimgError::SurfaceTooLarge { size: u32::MAX })?,
     };
-    let numbering = if format.code(Numbering::Regression).is_some() {
-        Numbering::Regression
-    } else {
-        Numbering::Release
+    let numbering = match numbering {
+        Numbering::Regression if format.code(Numbering::Regression).is_some() => {
+            Numbering::Regression
+        }
+        _ => Numbering::Release,
     };
     Ok(DlaImage::new_with(header, data, numbering)?)
 }

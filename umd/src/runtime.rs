@@ -630,11 +630,17 @@ impl<'l> Runtime<'l> {
             })
     }
 
-    /// Output tensor `bind_id` as the `.dimg` image upstream writes.
-    pub fn output_image(&self, dev: &mut dyn Device, bind_id: usize) -> Result<DlaImage> {
+    /// Output tensor `bind_id` as the `.dimg` image upstream writes, with pixel formats
+    /// numbered by `numbering`.
+    pub fn output_image(
+        &self,
+        dev: &mut dyn Device,
+        bind_id: usize,
+        numbering: crate::dimg::Numbering,
+    ) -> Result<DlaImage> {
         let t = self.tensor(Direction::Output, bind_id)?.clone();
         let data = self.read_output(dev, bind_id)?;
-        crate::image::output_image(&t, data).map_err(Error::Output)
+        crate::image::output_image(&t, data, numbering).map_err(Error::Output)
     }
 
     /// Changes the strides of a bindable tensor and patches every descriptor the loadable's

@@ -79,6 +79,7 @@ fn fp16_image_input_a16b16g16r16() {
     let opts = ImageOptions {
         normalize: 255,
         mean: [10.0, 0.0, 0.0, 0.0],
+        ..ImageOptions::default()
     };
     let data = image::image_to_tensor(&img, &t, &opts).unwrap();
     assert_eq!(data.len() as u64, t.size);
@@ -116,6 +117,7 @@ fn int8_image_input_a8b8g8r8_and_feature_x8() {
     let opts = ImageOptions {
         normalize: 7,
         mean: [100.0; 4],
+        ..ImageOptions::default()
     }; // ignored for int8
     let data = image::image_to_tensor(&img, &t, &opts).unwrap();
     let ls = t.strides[1] as usize;

@@ -9,6 +9,7 @@ use nvdla_loadable::dla::NetworkDesc;
 use nvdla_loadable::{Descriptor, Interface, Loadable, MemoryFlags};
 use nvdla_port::device::Device;
 use nvdla_umd::device::{MockDevice, RecordedTask};
+use nvdla_umd::dimg::Numbering;
 use nvdla_umd::emu::{self, SlotMemory};
 use nvdla_umd::runtime::{Phase, Progress, RunOptions, Runtime};
 use nvdla_umd::{Direction, Error};
@@ -152,12 +153,20 @@ fn nn_l0_0_softmax_of_known_logits() {
     // Channels beyond 10 are untouched.
     assert!(out[20..].iter().all(|&b| b == 0));
     // The .dimg: x16 fp16, 1x1x10, regression numbering 42.
-    let img = rt.output_image(&mut dev, 0).unwrap();
+    let img = rt.output_image(&mut dev, 0, Numbering::Regression).unwrap();
     let bytes = img.write();
     assert_eq!(&bytes[..4], b"DIMG");
     assert_eq!(u32::from_le_bytes(bytes[8..12].try_into().unwrap()), 42);
     assert_eq!(bytes.len(), 36 + 20);
     assert_eq!(&bytes[36..], &out[..20]);
+    // Numbered as the last nvdla/sw runtime writes it: D_F16_CxHWx_x16_F is 43 there, and
+    // nothing else changes.
+    let release = rt
+        .output_image(&mut dev, 0, Numbering::Release)
+        .unwrap()
+        .write();
+    assert_eq!(u32::from_le_bytes(release[8..12].try_into().unwrap()), 43);
+    assert_eq!((&release[..8], &release[12..]), (&bytes[..8], &bytes[12..]));
 }
 
 /// The power task (task 0) copies the input tensor into the DLA's input (power 1, scale 1,
@@ -248,7 +257,7 @@ fn every_shared_loadable_runs_on_the_mock_and_matches_golden_headers() {
         let mut rt = Runtime::load(&mut dev, &bytes).unwrap_or_else(|e| panic!("{test}: {e}"));
         rt.run(&mut dev, &RunOptions::default(), &mut |_| {})
             .unwrap_or_else(|e| panic!("{test}: {e}"));
-        let img = rt.output_image(&mut dev, 0).unwrap();
+        let img = rt.output_image(&mut dev, 0, Numbering::Regression).unwrap();
         let ours = img.write();
         let golden = common::golden(&shared, &test).unwrap_or_else(|| panic!("{test}: no golden"));
         // The header (format number, geometry) and length must be upstream's; the data
@@ -271,7 +280,7 @@ fn every_shared_loadable_runs_on_the_mock_and_matches_golden_headers() {
         let mut rt = Runtime::load(&mut dev, &bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
         rt.run(&mut dev, &RunOptions::default(), &mut |_| {})
             .unwrap_or_else(|e| panic!("{name}: {e}"));
-        rt.output_image(&mut dev, 0)
+        rt.output_image(&mut dev, 0, Numbering::Regression)
             .unwrap_or_else(|e| panic!("{name}: {e}"));
     }
 }
