@@ -15,13 +15,13 @@
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use crate::device::{BufferHandle, Device, DeviceError, Operation, Task};
 use crate::shm::Mapping;
 use crate::uapi::{self, GemCreateArgs, GemDestroyArgs, GemMapOffsetArgs, NvdlaMemHandle};
-use crate::uapi::{SubmitArgs, SubmitTask};
+use crate::uapi::{DrmPrimeHandle, SubmitArgs, SubmitTask};
 
 /// The DRM driver name of `opendla.ko` (its `drm_driver.name`).
 pub const DRIVER_NAME: &str = "nvdla";
@@ -98,6 +98,11 @@ mod ioctl {
         nvdla_gem_destroy,
         uapi::DRM_IOCTL_NVDLA_GEM_DESTROY,
         GemDestroyArgs
+    );
+    nix::ioctl_readwrite_bad!(
+        prime_handle_to_fd,
+        uapi::DRM_IOCTL_PRIME_HANDLE_TO_FD,
+        DrmPrimeHandle
     );
 }
 
@@ -180,6 +185,20 @@ fn nix_dev(op: Operation, e: nix::Error) -> DeviceError {
 struct Buffer {
     size: u64,
     map: Option<Mapping>,
+    /// The buffer's PRIME export: submits name the buffer by this file descriptor, as
+    /// upstream's runtime does and opendla.ko requires. `None` if the driver cannot export
+    /// (then the GEM handle is sent, which our kernel module also accepts).
+    dmabuf: Option<OwnedFd>,
+}
+
+impl Buffer {
+    /// How a submit's address list names this buffer (GEM handle `handle`).
+    fn submit_name(&self, handle: u32) -> u32 {
+        self.dmabuf
+            .as_ref()
+            .and_then(|fd| u32::try_from(fd.as_raw_fd()).ok())
+            .unwrap_or(handle)
+    }
 }
 
 /// An NVDLA driven by a kernel module through its DRM node.
@@ -237,6 +256,30 @@ impl LinuxDevice {
     pub fn path(&self) -> &Path {
         &self.path
     }
+
+    /// Exports GEM object `handle` as a dma-buf (close-on-exec), or `None` when the driver
+    /// refuses.
+    fn export(&self, handle: u32) -> Option<OwnedFd> {
+        let mut p = DrmPrimeHandle {
+            handle,
+            flags: nix::fcntl::OFlag::O_CLOEXEC.bits() as u32,
+            fd: -1,
+        };
+        // SAFETY: `p` is a valid `drm_prime_handle` (no pointers), used by the kernel during
+        // the call only.
+        match unsafe { ioctl::prime_handle_to_fd(self.file.as_raw_fd(), &mut p) } {
+            // SAFETY: the kernel just installed `p.fd` in this process for us; nothing else
+            // owns it.
+            Ok(_) if p.fd >= 0 => Some(unsafe { OwnedFd::from_raw_fd(p.fd) }),
+            Ok(_) => None,
+            Err(e) => {
+                log::debug!(
+                    "PRIME export of buffer {handle} refused ({e}): submitting its GEM handle"
+                );
+                None
+            }
+        }
+    }
 }
 
 impl Device for LinuxDevice {
@@ -254,7 +297,15 @@ impl Device for LinuxDevice {
         let h = BufferHandle::new(a.handle).ok_or_else(|| {
             DeviceError::from_errno(op, 5).with_detail("kernel returned handle 0")
         })?;
-        self.buffers.insert(h.get(), Buffer { size, map: None });
+        let dmabuf = self.export(a.handle);
+        self.buffers.insert(
+            h.get(),
+            Buffer {
+                size,
+                map: None,
+                dmabuf,
+            },
+        );
         Ok(h)
     }
 
@@ -293,9 +344,11 @@ impl Device for LinuxDevice {
 
     fn destroy_buffer(&mut self, handle: BufferHandle) -> Result<(), DeviceError> {
         let op = Operation::DestroyBuffer;
-        // Unmap first: the kernel keeps the object alive while it is mapped.
+        // Unmap and close the export first: the kernel keeps the object alive (and our
+        // module refuses to destroy it) while it is mapped or exported.
         if let Some(b) = self.buffers.get_mut(&handle.get()) {
             b.map = None;
+            b.dmabuf = None;
         }
         let mut a = GemDestroyArgs {
             handle: handle.get(),
@@ -312,7 +365,18 @@ impl Device for LinuxDevice {
         let num_tasks = u16::try_from(tasks.len()).map_err(|_| DeviceError::from_errno(op, 22))?;
         let lists: Vec<Vec<NvdlaMemHandle>> = tasks
             .iter()
-            .map(|t| t.addresses.iter().map(|a| a.to_uapi()).collect())
+            .map(|t| {
+                t.addresses
+                    .iter()
+                    .map(|a| {
+                        let mut m = a.to_uapi();
+                        if let Some(b) = self.buffers.get(&m.handle) {
+                            m.handle = b.submit_name(m.handle);
+                        }
+                        m
+                    })
+                    .collect()
+            })
             .collect();
         let mut raw = Vec::with_capacity(tasks.len());
         for (t, l) in tasks.iter().zip(&lists) {

@@ -13,13 +13,18 @@
 
 use core::mem::size_of;
 
-/// One entry of a task's address list: a GEM buffer and a byte offset inside it.
+/// One entry of a task's address list: a buffer and a byte offset inside it.
 ///
-/// The kernel translates it to the device address `iova(handle) + offset`.
+/// The kernel translates it to the device address `iova(buffer) + offset`. Upstream's
+/// runtime names the buffer by the file descriptor of its PRIME export (`NvDlaSubmit` puts
+/// the dma-buf fd in `handle`) and opendla.ko resolves it as one
+/// (`drm_gem_prime_fd_to_handle`), so that is what [`crate::linux`] sends. Our kernel module
+/// takes such an fd, or a GEM handle that is not one; the in-process KMD takes GEM handles.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct NvdlaMemHandle {
-    /// GEM handle of the buffer, as returned by [`DRM_IOCTL_NVDLA_GEM_CREATE`].
+    /// The buffer: its dma-buf file descriptor (upstream's convention), or its GEM handle
+    /// as returned by [`DRM_IOCTL_NVDLA_GEM_CREATE`] where the kernel accepts one.
     pub handle: u32,
     /// Padding to align `offset`; reserved, must be zero.
     pub reserved: u32,
@@ -166,6 +171,28 @@ pub const DRM_IOCTL_NVDLA_GEM_MMAP: u32 =
 pub const DRM_IOCTL_NVDLA_GEM_DESTROY: u32 =
     drm_iowr(DRM_NVDLA_GEM_DESTROY, size_of::<GemDestroyArgs>());
 
+/// Argument of the DRM core's `DRM_IOCTL_PRIME_HANDLE_TO_FD` (`struct drm_prime_handle`):
+/// exports a GEM object as a dma-buf file descriptor.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DrmPrimeHandle {
+    /// In: the GEM handle.
+    pub handle: u32,
+    /// In: `DRM_CLOEXEC` (= `O_CLOEXEC`) and/or `DRM_RDWR` (= `O_RDWR`).
+    pub flags: u32,
+    /// Out: the dma-buf file descriptor.
+    pub fd: i32,
+}
+const _: () = assert!(size_of::<DrmPrimeHandle>() == 12);
+
+/// Request number of `DRM_IOCTL_PRIME_HANDLE_TO_FD` (`DRM_IOWR(0x2d, struct drm_prime_handle)`).
+pub const DRM_IOCTL_PRIME_HANDLE_TO_FD: u32 = ioc(
+    IOC_READ | IOC_WRITE,
+    DRM_IOCTL_BASE,
+    0x2d,
+    size_of::<DrmPrimeHandle>(),
+);
+
 impl From<NvdlaMemHandle> for nvdla_kmd::submit::MemHandle {
     /// The KMD's view of an address-list entry copied from user memory (reserved field kept,
     /// so the KMD can reject it when nonzero).
@@ -207,6 +234,8 @@ mod tests {
         assert_eq!(DRM_IOCTL_NVDLA_GEM_CREATE, 0xc010_6441);
         assert_eq!(DRM_IOCTL_NVDLA_GEM_MMAP, 0xc010_6442);
         assert_eq!(DRM_IOCTL_NVDLA_GEM_DESTROY, 0xc004_6443);
+        // drm.h: DRM_IOWR(0x2d, struct drm_prime_handle).
+        assert_eq!(DRM_IOCTL_PRIME_HANDLE_TO_FD, 0xc00c_642d);
     }
 
     #[test]
