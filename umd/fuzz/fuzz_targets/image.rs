@@ -40,6 +40,7 @@ fuzz_target!(|data: &[u8]| {
     let opts = ImageOptions {
         normalize: p[6].max(1),
         mean: [f32::from(p[7]), 0.5, -3.0, 0.0],
+        ..ImageOptions::default()
     };
     let _ = image_to_tensor(&img, &t, &opts);
 });
