@@ -783,7 +783,7 @@ impl<const MAX_OPS: usize> Engine<MAX_OPS> {
     /// Reads and acknowledges the interrupt status and records the events per group.
     fn interrupt<H: Hw>(&mut self, hw: &mut H) -> Result<(), Error> {
         use glb::S_INTR_STATUS as S;
-        let base = Block::Glb.base(self.cfg.version);
+        let base = Block::Glb.base(self.cfg.version());
         let status = hw.reg_read(base + glb::S_INTR_STATUS)?;
         trace!("engine: interrupt status {}", status);
         let map: [(

@@ -11,7 +11,8 @@
 //!   the [`hw::DeviceAddr`] newtype;
 //! - [`regs`]: the register map (units, per-generation base addresses, tock-registers
 //!   bit fields);
-//! - [`config`]: the hardware builds (nv_full, nv_small, nv_large) and their features;
+//! - [`config`]: the build the firmware drives ([`HwConfig`], over [`nvdla_hw`]'s table of
+//!   the published builds) and the features operations need;
 //! - [`engine`]: the scheduler ([`Engine`]): dependency graph, ping-pong register groups,
 //!   events and interrupt handling;
 //! - `processors` (private): per-engine register programming (BDMA, convolution, SDP, PDP,
@@ -21,8 +22,8 @@
 //!
 //! ```no_run
 //! # fn demo(hw: &mut impl nvdla_firmware::hw::Hw) -> Result<(), nvdla_firmware::Error> {
-//! use nvdla_firmware::{Engine, HwConfig, Progress};
-//! let mut engine: Engine = Engine::new(HwConfig::NV_FULL);
+//! use nvdla_firmware::{nvdla_hw, Engine, HwConfig, Progress};
+//! let mut engine: Engine = Engine::new(HwConfig::new(&nvdla_hw::NV_FULL));
 //! let mut progress = engine.execute_task(hw)?;
 //! while progress == Progress::Running {
 //!     // ... wait for the NVDLA interrupt ...
@@ -50,5 +51,7 @@ mod task;
 pub use config::{Feature, HwConfig, HwVersion};
 pub use engine::{Engine, EngineStatus, OpState, Progress, DEFAULT_MAX_OPS};
 pub use error::{Error, HwError, ListKind, OpRef};
+/// The hardware description the firmware is configured from.
+pub use nvdla_hw;
 pub use processors::{POLL_LIMIT, POLL_TIMEOUT_MS};
 pub use task::MAX_ROIS;

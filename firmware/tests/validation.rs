@@ -36,7 +36,7 @@ fn bdma_on_nv_small_is_a_missing_feature() {
     let Some(mut hw) = loaded("BDMA", "BDMA_L0_0", HwVersion::V2) else {
         return;
     };
-    let e = run_err(&mut hw, HwConfig::NV_SMALL);
+    let e = run_err(&mut hw, HwConfig::new(&nvdla_hw::NV_SMALL));
     assert!(
         matches!(
             e,
@@ -56,7 +56,7 @@ fn unknown_op_type_is_rejected() {
         return;
     };
     patch_graph(&mut hw, 0, 3, 9);
-    let e = run_err(&mut hw, HwConfig::NV_FULL);
+    let e = run_err(&mut hw, HwConfig::new(&nvdla_hw::NV_FULL));
     assert!(matches!(e, Error::BadOpType { value: 9, .. }), "{e}");
 }
 
@@ -66,7 +66,7 @@ fn unreachable_dependency_count_is_detected_before_programming() {
         return;
     };
     patch_graph(&mut hw, 0, 4, 1); // dependency_count = 1, nobody signals it
-    let e = run_err(&mut hw, HwConfig::NV_FULL);
+    let e = run_err(&mut hw, HwConfig::new(&nvdla_hw::NV_FULL));
     assert!(
         matches!(
             e,
@@ -89,7 +89,7 @@ fn bad_op_head_is_rejected() {
     // op_head[PDP] = 5 in a one-operation network.
     hw.write_indexed(0, 16 + 2 * 3, &5i16.to_le_bytes())
         .unwrap();
-    let e = run_err(&mut hw, HwConfig::NV_FULL);
+    let e = run_err(&mut hw, HwConfig::new(&nvdla_hw::NV_FULL));
     assert!(
         matches!(
             e,
@@ -112,7 +112,7 @@ fn bad_address_index_in_a_surface_is_rejected() {
     // src_data.address (bytes 2..4 of the PDP surface) = 40.
     hw.write_indexed(net.surface_desc_index as u16, 2, &40i16.to_le_bytes())
         .unwrap();
-    let e = run_err(&mut hw, HwConfig::NV_FULL);
+    let e = run_err(&mut hw, HwConfig::new(&nvdla_hw::NV_FULL));
     assert!(
         matches!(
             e,
@@ -127,7 +127,7 @@ fn stalled_hardware_is_reported() {
     let Some(mut hw) = loaded("PDP", "PDP_L0_0", HwVersion::V1) else {
         return;
     };
-    let mut engine: Engine = Engine::new(HwConfig::NV_FULL);
+    let mut engine: Engine = Engine::new(HwConfig::new(&nvdla_hw::NV_FULL));
     assert_eq!(
         engine.execute_task(&mut hw),
         Ok(nvdla_firmware::Progress::Running)
@@ -148,7 +148,7 @@ fn a_second_task_is_refused_while_one_runs() {
     let Some(mut hw) = loaded("PDP", "PDP_L0_0", HwVersion::V1) else {
         return;
     };
-    let mut engine: Engine = Engine::new(HwConfig::NV_FULL);
+    let mut engine: Engine = Engine::new(HwConfig::new(&nvdla_hw::NV_FULL));
     engine.execute_task(&mut hw).unwrap();
     assert_eq!(engine.execute_task(&mut hw), Err(Error::Busy));
 }
@@ -158,7 +158,7 @@ fn too_small_an_engine_refuses_the_network() {
     let Some(mut hw) = loaded("NN", "NN_L0_0", HwVersion::V1) else {
         return;
     };
-    let mut engine: Engine<4> = Engine::new(HwConfig::NV_FULL);
+    let mut engine: Engine<4> = Engine::new(HwConfig::new(&nvdla_hw::NV_FULL));
     let e = engine.execute_task(&mut hw).unwrap_err();
     assert!(matches!(e, Error::TooManyOps { max: 4, .. }), "{e}");
 }
@@ -171,7 +171,7 @@ fn stuck_flush_times_out_after_the_read_limit_without_a_clock() {
         return;
     };
     hw.flush_done = false;
-    let e = run_err(&mut hw, HwConfig::NV_FULL);
+    let e = run_err(&mut hw, HwConfig::new(&nvdla_hw::NV_FULL));
     assert!(matches!(e, Error::Timeout { .. }), "{e}");
     assert_eq!(hw.flush_reads, nvdla_firmware::POLL_LIMIT);
 }
@@ -185,7 +185,7 @@ fn stuck_flush_times_out_after_the_deadline_with_a_clock() {
     };
     hw.flush_done = false;
     hw.clock_ms = Some(0);
-    let e = run_err(&mut hw, HwConfig::NV_FULL);
+    let e = run_err(&mut hw, HwConfig::new(&nvdla_hw::NV_FULL));
     assert!(matches!(e, Error::Timeout { .. }), "{e}");
     // One tick per register read, one read per poll iteration: about POLL_TIMEOUT_MS reads.
     let reads = u64::from(hw.flush_reads);

@@ -77,7 +77,8 @@ MODULE_PARM_DESC(debug, "Log the driver core's debug messages");
 
 static char *vp_hw = "nv_full";
 module_param(vp_hw, charp, 0444);
-MODULE_PARM_DESC(vp_hw, "Hardware configuration behind the PCI bridge: nv_full, nv_small, nv_large");
+MODULE_PARM_DESC(vp_hw, "Hardware configuration behind the PCI bridge: nv_full, nv_small, nv_large, "
+			 "nv_medium_1024_full, nv_medium_512, nv_small_256, nv_small_256_full");
 
 /* Set when the Rust core panicked: its state can no longer be trusted. */
 static bool nvdla_poisoned;
@@ -873,6 +874,10 @@ static const char *const nvdla_hw_names[] = {
 	[NVDLA_HW_NV_FULL] = "nv_full",
 	[NVDLA_HW_NV_SMALL] = "nv_small",
 	[NVDLA_HW_NV_LARGE] = "nv_large",
+	[NVDLA_HW_NV_MEDIUM_1024_FULL] = "nv_medium_1024_full",
+	[NVDLA_HW_NV_MEDIUM_512] = "nv_medium_512",
+	[NVDLA_HW_NV_SMALL_256] = "nv_small_256",
+	[NVDLA_HW_NV_SMALL_256_FULL] = "nv_small_256_full",
 };
 
 static int nvdla_start(struct nvdla_device *nd, unsigned long irqflags)
@@ -928,13 +933,24 @@ static void nvdla_stop(struct nvdla_device *nd)
 static const u32 nvdla_hw_full = NVDLA_HW_NV_FULL;
 static const u32 nvdla_hw_small = NVDLA_HW_NV_SMALL;
 static const u32 nvdla_hw_large = NVDLA_HW_NV_LARGE;
+static const u32 nvdla_hw_medium_1024_full = NVDLA_HW_NV_MEDIUM_1024_FULL;
+static const u32 nvdla_hw_medium_512 = NVDLA_HW_NV_MEDIUM_512;
+static const u32 nvdla_hw_small_256 = NVDLA_HW_NV_SMALL_256;
+static const u32 nvdla_hw_small_256_full = NVDLA_HW_NV_SMALL_256_FULL;
 
-/* The compatible strings of upstream's opendla.ko, so existing device trees keep working. */
+/*
+ * The compatible strings of upstream's opendla.ko, so existing device trees keep working,
+ * then one per other published build (nvidia,<build name>).
+ */
 static const struct of_device_id nvdla_of_match[] = {
 	{ .compatible = "nvidia,nvdla_os_initial", .data = &nvdla_hw_full },
 	{ .compatible = "nvidia,nv_small", .data = &nvdla_hw_small },
 	{ .compatible = "nvidia,nv_large", .data = &nvdla_hw_large },
 	{ .compatible = "nvidia,nv_full", .data = &nvdla_hw_full },
+	{ .compatible = "nvidia,nv_medium_1024_full", .data = &nvdla_hw_medium_1024_full },
+	{ .compatible = "nvidia,nv_medium_512", .data = &nvdla_hw_medium_512 },
+	{ .compatible = "nvidia,nv_small_256", .data = &nvdla_hw_small_256 },
+	{ .compatible = "nvidia,nv_small_256_full", .data = &nvdla_hw_small_256_full },
 	{},
 };
 MODULE_DEVICE_TABLE(of, nvdla_of_match);

@@ -18,6 +18,10 @@ enum nvdla_hw {
 	NVDLA_HW_NV_FULL = 0,
 	NVDLA_HW_NV_SMALL = 1,
 	NVDLA_HW_NV_LARGE = 2,
+	NVDLA_HW_NV_MEDIUM_1024_FULL = 3,
+	NVDLA_HW_NV_MEDIUM_512 = 4,
+	NVDLA_HW_NV_SMALL_256 = 5,
+	NVDLA_HW_NV_SMALL_256_FULL = 6,
 };
 
 /* A task after copy_from_user. */

@@ -29,7 +29,8 @@ use nvdla_vp::Vp;
 
 use crate::device::{BufferHandle, Device, DeviceError, Operation, Task};
 
-/// The hardware configurations the model implements.
+/// The hardware configurations the model implements: every published build
+/// ([`nvdla_hw::ALL`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum VpConfig {
     /// NVDLA v1, full configuration.
@@ -37,41 +38,62 @@ pub enum VpConfig {
     NvFull,
     /// NVDLA v2, large configuration.
     NvLarge,
+    /// NVDLA v2, medium configuration with 1024 MACs and every SDP unit and CV-SRAM.
+    NvMedium1024Full,
+    /// NVDLA v2, medium configuration with 512 MACs.
+    NvMedium512,
     /// NVDLA v2, small configuration (int8 only, no SRAM, BDMA or RUBIK).
     NvSmall,
+    /// NVDLA v2, small configuration with 256 MACs.
+    NvSmall256,
+    /// NVDLA v2, small configuration with 256 MACs, every SDP unit and CV-SRAM.
+    NvSmall256Full,
 }
 
 impl VpConfig {
-    /// The name used on command lines and in trace paths.
-    pub const fn name(self) -> &'static str {
+    /// Every configuration, in [`nvdla_hw::ALL`]'s order.
+    pub const ALL: [VpConfig; 7] = [
+        VpConfig::NvFull,
+        VpConfig::NvLarge,
+        VpConfig::NvMedium1024Full,
+        VpConfig::NvMedium512,
+        VpConfig::NvSmall,
+        VpConfig::NvSmall256,
+        VpConfig::NvSmall256Full,
+    ];
+
+    /// The build's parameters.
+    pub const fn hw(self) -> &'static nvdla_hw::Config {
         match self {
-            VpConfig::NvFull => "nv_full",
-            VpConfig::NvLarge => "nv_large",
-            VpConfig::NvSmall => "nv_small",
+            VpConfig::NvFull => &nvdla_hw::NV_FULL,
+            VpConfig::NvLarge => &nvdla_hw::NV_LARGE,
+            VpConfig::NvMedium1024Full => &nvdla_hw::NV_MEDIUM_1024_FULL,
+            VpConfig::NvMedium512 => &nvdla_hw::NV_MEDIUM_512,
+            VpConfig::NvSmall => &nvdla_hw::NV_SMALL,
+            VpConfig::NvSmall256 => &nvdla_hw::NV_SMALL_256,
+            VpConfig::NvSmall256Full => &nvdla_hw::NV_SMALL_256_FULL,
         }
     }
 
-    /// The firmware's table for the model of this configuration: the silicon build's
-    /// features, except that precisions follow what the model computes (the model, like
-    /// NVIDIA's C model, computes int16/fp16 on the int8-only v2 builds; silicon would not,
-    /// and the firmware driving silicon refuses such networks).
+    /// The name used on command lines and in trace paths.
+    pub const fn name(self) -> &'static str {
+        self.hw().name
+    }
+
+    /// The firmware's configuration for the model of this build: the build's features,
+    /// except that precisions follow what the model computes (the model, like NVIDIA's C
+    /// model, computes int16/fp16 on the int8-only v2 builds; silicon would not, and the
+    /// firmware driving silicon refuses such networks).
     pub(crate) fn firmware(self) -> nvdla_firmware::HwConfig {
-        let mut fw = match self {
-            VpConfig::NvFull => nvdla_firmware::HwConfig::NV_FULL,
-            VpConfig::NvLarge => nvdla_firmware::HwConfig::NV_LARGE,
-            VpConfig::NvSmall => nvdla_firmware::HwConfig::NV_SMALL,
-        };
-        let model = self.model().features;
-        fw.wide_precision = model.int16 && model.fp16;
-        fw
+        let model = self.model().precisions;
+        nvdla_firmware::HwConfig {
+            model_wide_precision: model.int16 && model.fp16,
+            ..nvdla_firmware::HwConfig::new(self.hw())
+        }
     }
 
     fn model(self) -> nvdla_vp::HwConfig {
-        match self {
-            VpConfig::NvFull => nvdla_vp::HwConfig::nv_full(),
-            VpConfig::NvLarge => nvdla_vp::HwConfig::nv_large(),
-            VpConfig::NvSmall => nvdla_vp::HwConfig::nv_small(),
-        }
+        nvdla_vp::HwConfig::new(self.hw())
     }
 }
 
@@ -83,15 +105,19 @@ impl fmt::Display for VpConfig {
 
 impl FromStr for VpConfig {
     type Err = String;
+    /// A build by name, upstream's `opendla-*` aliases included.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "nv_full" => Ok(VpConfig::NvFull),
-            "nv_large" => Ok(VpConfig::NvLarge),
-            "nv_small" => Ok(VpConfig::NvSmall),
-            _ => Err(format!(
-                "unknown config '{s}' (expected nv_full, nv_large or nv_small)"
-            )),
-        }
+        let hw = nvdla_hw::Config::by_name(s);
+        VpConfig::ALL
+            .into_iter()
+            .find(|c| Some(c.hw()) == hw)
+            .ok_or_else(|| {
+                let names: Vec<&str> = nvdla_hw::Config::names().collect();
+                format!(
+                    "unknown config '{s}' (expected one of {})",
+                    names.join(", ")
+                )
+            })
     }
 }
 
@@ -360,5 +386,41 @@ impl Device for VpDevice {
             Err(failure) => Err(DeviceError::new(op, failure.error())
                 .with_detail(failure_detail(&self.kmd, &failure))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_published_build_is_a_config() {
+        let names: Vec<&str> = VpConfig::ALL.iter().map(|c| c.name()).collect();
+        let hw: Vec<&str> = nvdla_hw::Config::names().collect();
+        assert_eq!(names, hw);
+        for c in VpConfig::ALL {
+            assert_eq!(c.name().parse::<VpConfig>(), Ok(c));
+            assert_eq!(c.to_string(), c.name());
+        }
+        assert_eq!("opendla-small".parse::<VpConfig>(), Ok(VpConfig::NvSmall));
+        assert!("nv_huge"
+            .parse::<VpConfig>()
+            .unwrap_err()
+            .contains("nv_small_256_full"));
+    }
+
+    #[test]
+    fn firmware_accepts_what_the_model_computes() {
+        use nvdla_firmware::Feature;
+        for c in VpConfig::ALL {
+            let fw = c.firmware();
+            assert_eq!(&fw.build, c.hw());
+            // The model computes int16/fp16 everywhere, so its firmware accepts them.
+            assert!(fw.has(Feature::WidePrecision), "{c}");
+            assert_eq!(fw.has(Feature::Bdma), c.hw().features.bdma, "{c}");
+        }
+        // Silicon firmware of an int8-only build does not.
+        let silicon = nvdla_firmware::HwConfig::new(VpConfig::NvSmall256.hw());
+        assert!(!silicon.has(Feature::WidePrecision));
     }
 }

@@ -51,12 +51,10 @@ fn firmware_registers() -> Vec<(String, String, u32)> {
 fn firmware_and_model_agree_on_every_register_address() {
     let regs = firmware_registers();
     assert!(regs.len() > 350, "parsed {} firmware registers", regs.len());
-    for (cfg, version) in [
-        (HwConfig::nv_full(), HwVersion::V1),
-        (HwConfig::nv_large(), HwVersion::V2),
-        (HwConfig::nv_small(), HwVersion::V2),
-    ] {
-        let name = cfg.name;
+    for cfg in HwConfig::all() {
+        // One generation type for both: the firmware's register map and the model's.
+        let version: HwVersion = cfg.version();
+        let name = cfg.name();
         let vp = Vp::new(cfg);
         let (mut same, mut absent) = (0, Vec::new());
         for (unit, reg, offset) in &regs {
@@ -79,7 +77,7 @@ fn firmware_and_model_agree_on_every_register_address() {
         // Units a configuration lacks (nv_small: BDMA, RUBIK, CVIF; nv_large: BDMA, RUBIK)
         // are absent from the model; every other register the firmware knows must be
         // decoded.
-        let f = vp.config().features;
+        let f = vp.config().hw.features;
         let lacks = |unit: &str| match unit {
             "BDMA" => !f.bdma,
             "RUBIK" => !f.rubik,

@@ -220,7 +220,12 @@ fn a_task_that_never_completes_times_out_and_the_next_one_runs() {
         hang: true,
         resets: 0,
     };
-    let mut kmd = Kmd::new(os, nvdla_firmware::HwConfig::NV_FULL, BoConfig::default()).unwrap();
+    let mut kmd = Kmd::new(
+        os,
+        nvdla_firmware::HwConfig::new(&nvdla_hw::NV_FULL),
+        BoConfig::default(),
+    )
+    .unwrap();
     let client = ClientId(7);
     // Lay the BDMA copy out through the KMD: buffers in the model's DRAM at their IOVAs.
     let bytes = nvdla_loadable::examples::bdma_copy(8, 8).build();
@@ -295,7 +300,7 @@ fn a_task_that_never_completes_times_out_and_the_next_one_runs() {
 fn buffers_in_use_by_another_client_are_invisible() {
     let mut kmd = Kmd::new(
         VpOs::new(VpConfig::NvFull),
-        nvdla_firmware::HwConfig::NV_FULL,
+        nvdla_firmware::HwConfig::new(&nvdla_hw::NV_FULL),
         BoConfig::default(),
     )
     .unwrap();

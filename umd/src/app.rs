@@ -60,7 +60,9 @@ pub struct Args {
     /// linux when an nvdla DRM node exists, else vp.
     #[arg(long, default_value_t = crate::device::default_device(), value_parser = parse_kind)]
     pub device: DeviceKind,
-    /// Hardware configuration: nv_full, nv_large or nv_small.
+    /// Hardware configuration: nv_full, nv_large, nv_medium_1024_full, nv_medium_512,
+    /// nv_small, nv_small_256 or nv_small_256_full (upstream's opendla-full/-large/-small
+    /// are accepted too).
     #[arg(long, default_value = "nv_full", value_parser = parse_config)]
     pub config: HwConfig,
     /// Output file.
@@ -344,16 +346,17 @@ fn run_args(
         // A loadable compiled for another build programs geometry the model refuses
         // (atom sizes, CBUF entries); nothing in the loadable names its target.
         if args.device == DeviceKind::Vp && line.contains("(DLA1): SUBMIT failed") {
-            let others: Vec<String> = [HwConfig::NvFull, HwConfig::NvLarge, HwConfig::NvSmall]
+            let mut others: Vec<&str> = HwConfig::ALL
                 .into_iter()
                 .filter(|c| *c != args.config)
-                .map(|c| c.to_string())
+                .map(HwConfig::name)
                 .collect();
+            let last = others.pop().unwrap_or_default();
             line.push_str(&format!(
                 " (hint: ran on the virtual platform as {}; if the loadable was compiled for \
-                 another configuration, pass --config {})",
+                 another configuration, pass it with --config: {} or {last})",
                 args.config,
-                others.join(" or --config ")
+                others.join(", ")
             ));
         }
         AppError(line)

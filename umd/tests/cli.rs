@@ -184,7 +184,8 @@ fn wrong_configuration_is_explained() {
         "{line}"
     );
     assert!(
-        line.contains("pass --config nv_large or --config nv_small"),
+        line.contains("pass it with --config: nv_large, nv_medium_1024_full, ")
+            && line.contains(" or nv_small_256_full)"),
         "{line}"
     );
 }

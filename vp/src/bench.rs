@@ -139,9 +139,9 @@ fn reference_f32(input: &[f32], w: &[f32], out: &mut [f32]) {
 
 /// Loads the layer into a fresh platform and programs every unit (not yet enabled).
 fn setup(prec: Precision, input: &[i32], weights: &[i32]) -> Result<Vp, String> {
-    let cfg = HwConfig::nv_full();
-    let mut vp = Vp::new(cfg.clone());
-    let atom = cfg.memory_atomic;
+    let cfg = HwConfig::new(&nvdla_hw::NV_FULL);
+    let mut vp = Vp::new(cfg);
+    let atom = cfg.hw.memory_atomic;
     let line = u64::from(atom) * W as u64;
     let layout = |base, c| CubeLayout {
         ram: RamType::Dram,
@@ -164,7 +164,7 @@ fn setup(prec: Precision, input: &[i32], weights: &[i32]) -> Result<Vp, String> 
         r: R,
         s: R,
         group: if prec == Precision::Int8 { 32 } else { 16 },
-        block: cfg.atomic_c as usize,
+        block: cfg.hw.atomic_c as usize,
         bpe,
         y_ext: 1,
     };
@@ -193,7 +193,7 @@ fn setup(prec: Precision, input: &[i32], weights: &[i32]) -> Result<Vp, String> 
     let entries = entries_per_slice(&cfg, W, C, prec) as u32;
     let per_bank = crate::engines::conv::cbuf_entries_per_bank(&cfg) as u32;
     let data_banks = (entries * H as u32).div_ceil(per_bank);
-    let bank = (data_banks - 1) | ((cfg.cbuf_banks - data_banks - 1) << 16);
+    let bank = (data_banks - 1) | ((cfg.hw.cbuf_banks - data_banks - 1) << 16);
     let wh = ((H as u32 - 1) << 16) | (W as u32 - 1);
     let regs: &[(&str, &str, u32)] = &[
         ("CDMA", "D_MISC_CFG", (p << 8) | (p << 12)),
@@ -315,13 +315,13 @@ pub fn run(prec: Precision, runs: u32) -> Result<Figures, String> {
     let out = CubeLayout {
         ram: RamType::Dram,
         base: OUT_ADDR,
-        line_stride: u64::from(vp.config().memory_atomic) * W as u64,
-        surf_stride: u64::from(vp.config().memory_atomic) * (W * H) as u64,
+        line_stride: u64::from(vp.config().hw.memory_atomic) * W as u64,
+        surf_stride: u64::from(vp.config().hw.memory_atomic) * (W * H) as u64,
         w: W,
         h: H,
         c: K,
         prec,
-        atom: vp.config().memory_atomic,
+        atom: vp.config().hw.memory_atomic,
     }
     .read(&vp.mem)
     .map_err(|e| e.to_string())?;

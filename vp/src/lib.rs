@@ -1,7 +1,8 @@
 //! NVDLA virtual platform: a bit-exact functional model of the NVDLA hardware.
 //!
 //! Module map:
-//! - [`config`]: the hardware builds (nv_full, nv_large, nv_small) as one parameter table.
+//! - [`config`]: the modelled build: [`nvdla_hw`]'s parameters of any published build plus
+//!   the model's precision policy (int16/fp16 everywhere, as NVIDIA's C model).
 //! - [`mem`]: sparse DRAM and CVSRAM with checked DMA accesses.
 //! - [`regs`]: generated register maps (v1 and v2) and per-block register files with
 //!   ping-pong groups.
@@ -28,5 +29,7 @@ pub mod regs;
 pub mod trace;
 pub mod vp;
 
-pub use config::{HwConfig, HwVersion};
+pub use config::{HwConfig, HwVersion, ModelPrecisions};
+/// The hardware description the model is configured from.
+pub use nvdla_hw;
 pub use vp::Vp;

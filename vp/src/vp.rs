@@ -83,24 +83,27 @@ pub struct CsbTarget {
 fn cfgrom_values(cfg: &HwConfig) -> Vec<(String, u32)> {
     let mut v = Vec::new();
     for unit in ["CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC"] {
-        v.push((format!("CFGROM_{unit}_BASE_ATOMIC_C"), cfg.atomic_c));
-        v.push((format!("CFGROM_{unit}_BASE_ATOMIC_K"), cfg.atomic_k));
+        v.push((format!("CFGROM_{unit}_BASE_ATOMIC_C"), cfg.hw.atomic_c));
+        v.push((format!("CFGROM_{unit}_BASE_ATOMIC_K"), cfg.hw.atomic_k));
     }
     for unit in ["CDMA", "CSC", "SDP_RDMA", "PDP_RDMA", "CDP_RDMA"] {
-        v.push((format!("CFGROM_{unit}_BASE_ATOMIC_M"), cfg.memory_atomic));
+        v.push((format!("CFGROM_{unit}_BASE_ATOMIC_M"), cfg.hw.memory_atomic));
     }
     for unit in ["CDMA", "CBUF", "CSC"] {
-        v.push((format!("CFGROM_{unit}_BASE_CBUF_BANK_NUM"), cfg.cbuf_banks));
+        v.push((
+            format!("CFGROM_{unit}_BASE_CBUF_BANK_NUM"),
+            cfg.hw.cbuf_banks,
+        ));
         v.push((
             format!("CFGROM_{unit}_BASE_CBUF_BANK_WIDTH"),
-            cfg.cbuf_bank_width,
+            cfg.hw.cbuf_bank_width,
         ));
         v.push((
             format!("CFGROM_{unit}_BASE_CBUF_BANK_DEPTH"),
-            cfg.cbuf_bank_depth,
+            cfg.hw.cbuf_bank_depth,
         ));
     }
-    let t = cfg.throughput;
+    let t = cfg.hw.throughput;
     v.push(("CFGROM_SDP_BS_THROUGHPUT".into(), t.sdp_bs));
     v.push(("CFGROM_SDP_BN_THROUGHPUT".into(), t.sdp_bn));
     v.push(("CFGROM_SDP_EW_THROUGHPUT".into(), t.sdp_ew));
@@ -111,11 +114,11 @@ fn cfgrom_values(cfg: &HwConfig) -> Vec<(String, u32)> {
 
 fn present(cfg: &HwConfig, b: Block) -> bool {
     match b {
-        Block::Bdma => cfg.features.bdma,
-        Block::Rubik => cfg.features.rubik,
-        Block::Cvif => cfg.features.cvif,
-        Block::Cdp | Block::CdpRdma => cfg.features.cdp,
-        Block::Pdp | Block::PdpRdma => cfg.features.pdp,
+        Block::Bdma => cfg.hw.features.bdma,
+        Block::Rubik => cfg.hw.features.rubik,
+        Block::Cvif => cfg.hw.features.cvif,
+        Block::Cdp | Block::CdpRdma => cfg.hw.features.cdp,
+        Block::Pdp | Block::PdpRdma => cfg.hw.features.pdp,
         _ => true,
     }
 }
@@ -123,7 +126,7 @@ fn present(cfg: &HwConfig, b: Block) -> bool {
 impl Vp {
     /// A platform at reset.
     pub fn new(cfg: HwConfig) -> Self {
-        let mut files: BTreeMap<Block, RegFile> = blocks(cfg.version)
+        let mut files: BTreeMap<Block, RegFile> = blocks(cfg.version())
             .iter()
             .filter(|d| present(&cfg, d.block))
             .map(|d: &'static BlockDef| (d.block, RegFile::new(d)))
@@ -134,7 +137,7 @@ impl Vp {
             }
         }
         Vp {
-            mem: Memory::new(cfg.mem_address_width, cfg.features.cvif),
+            mem: Memory::new(cfg.hw.mem_address_width, cfg.hw.features.cvif),
             cfg,
             files,
             glb: Glb::default(),
@@ -159,7 +162,7 @@ impl Vp {
     pub fn reset(&mut self) {
         let mem = std::mem::replace(&mut self.mem, Memory::new(0, false));
         let log_regs = self.log_regs;
-        *self = Vp::new(self.cfg.clone());
+        *self = Vp::new(self.cfg);
         self.mem = mem;
         self.log_regs = log_regs;
     }
@@ -283,7 +286,7 @@ impl Vp {
             // 0) and done by the next, so firmware polling it before its first
             // convolution layer sees it complete.
             (Block::Cdma, "S_CBUF_FLUSH_STATUS") => {
-                if self.cfg.version == crate::config::HwVersion::V2 || self.flush_polled {
+                if self.cfg.version() == crate::config::HwVersion::V2 || self.flush_polled {
                     return 1;
                 }
                 self.flush_polled = true;
@@ -696,7 +699,7 @@ mod tests {
 
     #[test]
     fn reset_clears_registers_and_keeps_memory() {
-        let mut vp = Vp::new(HwConfig::nv_full());
+        let mut vp = Vp::new(HwConfig::new(&nvdla_hw::NV_FULL));
         vp.mem.host_write(0x8000_0000, &[7; 16]).unwrap();
         let mask = vp.lookup("GLB", "S_INTR_MASK").unwrap();
         let reset_mask = vp.csb_read(mask);
@@ -720,7 +723,7 @@ mod tests {
     #[test]
     fn sdp_with_unreachable_output_faults_before_computing() {
         use crate::mem::Window;
-        let mut vp = Vp::new(HwConfig::nv_full());
+        let mut vp = Vp::new(HwConfig::new(&nvdla_hw::NV_FULL));
         vp.mem.set_dram_window(Window {
             base: 0x8000_0000,
             size: 16 << 20,
@@ -758,8 +761,8 @@ mod tests {
 
     #[test]
     fn cfgrom_describes_the_build() {
-        let mut small = Vp::new(HwConfig::nv_small());
-        let mut large = Vp::new(HwConfig::nv_large());
+        let mut small = Vp::new(HwConfig::new(&nvdla_hw::NV_SMALL));
+        let mut large = Vp::new(HwConfig::new(&nvdla_hw::NV_LARGE));
         let a = small.lookup("CFGROM", "CFGROM_CDMA_BASE_ATOMIC_C").unwrap();
         assert_eq!(a, 0x38);
         assert_eq!(small.csb_read(a), 8);
@@ -769,14 +772,14 @@ mod tests {
             .unwrap();
         assert_eq!(large.csb_read(b), 16);
         assert_eq!(small.csb_read(b), 32);
-        assert!(Vp::new(HwConfig::nv_full())
+        assert!(Vp::new(HwConfig::new(&nvdla_hw::NV_FULL))
             .lookup("CFGROM", "CFGROM_HW_VERSION")
             .is_none());
     }
 
     #[test]
     fn unknown_addresses_are_ignored() {
-        let mut vp = Vp::new(HwConfig::nv_small());
+        let mut vp = Vp::new(HwConfig::new(&nvdla_hw::NV_SMALL));
         vp.csb_write(0x4000_0000, 1);
         assert_eq!(vp.csb_read(0x4000_0000), 0);
         // BDMA is absent on nv_small (0x10000 on v2).
@@ -787,7 +790,7 @@ mod tests {
 
     #[test]
     fn bdma_copy_raises_group_interrupt() {
-        let mut vp = Vp::new(HwConfig::nv_full());
+        let mut vp = Vp::new(HwConfig::new(&nvdla_hw::NV_FULL));
         vp.mem.host_write(0x8000_0000, &[7; 64]).unwrap();
         let w = |vp: &mut Vp, n: &str, v: u32| {
             let a = vp.lookup("BDMA", n).unwrap();
@@ -814,7 +817,7 @@ mod tests {
 
     #[test]
     fn bdma_fault_is_reported() {
-        let mut vp = Vp::new(HwConfig::nv_full());
+        let mut vp = Vp::new(HwConfig::new(&nvdla_hw::NV_FULL));
         let a = vp.lookup("BDMA", "CFG_CMD").unwrap();
         vp.csb_write(a, 0); // CVSRAM to CVSRAM at address 0: outside the SRAM window
         vp.csb_write(vp.lookup("BDMA", "CFG_OP").unwrap(), 1);
@@ -840,7 +843,7 @@ mod tests {
 
     #[test]
     fn injected_hang_stops_engines_until_reset() {
-        let mut vp = Vp::new(HwConfig::nv_full());
+        let mut vp = Vp::new(HwConfig::new(&nvdla_hw::NV_FULL));
         vp.mem.host_write(0x8000_0000, &[7; 64]).unwrap();
         let dram = |vp: &Vp, a: u64| vp.mem.read_vec(crate::mem::RamType::Dram, a, 64).unwrap();
         vp.hang();

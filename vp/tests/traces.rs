@@ -101,20 +101,39 @@ fn malformed_traces_report_file_and_line() {
     let txn = dir.join("input.txn");
     std::fs::write(&txn, "write_reg 0xffff1000 0x1\nbogus 1 2\n").unwrap();
     let t = trace::discover(&dir).unwrap();
-    let e = trace::run_test(&t[0], nvdla_vp::HwConfig::nv_full(), &Options::default()).unwrap_err();
+    let e = trace::run_test(
+        &t[0],
+        nvdla_vp::HwConfig::new(&nvdla_hw::NV_FULL),
+        &Options::default(),
+    )
+    .unwrap_err();
     assert_eq!(e.line, 2);
     std::fs::write(&txn, "load_mem 0x0 0x10 missing.dat\n").unwrap();
-    let e = trace::run_test(&t[0], nvdla_vp::HwConfig::nv_full(), &Options::default()).unwrap_err();
+    let e = trace::run_test(
+        &t[0],
+        nvdla_vp::HwConfig::new(&nvdla_hw::NV_FULL),
+        &Options::default(),
+    )
+    .unwrap_err();
     assert_eq!(e.line, 1);
     std::fs::remove_file(&txn).unwrap();
     let cfg = dir.join("t.cfg");
     std::fs::write(&cfg, "reg_write(NVDLA_SDP.NOPE_0, 1);\n").unwrap();
     let t = trace::discover(&dir).unwrap();
-    let e =
-        trace::run_test(&t[0], nvdla_vp::HwConfig::nv_small(), &Options::default()).unwrap_err();
+    let e = trace::run_test(
+        &t[0],
+        nvdla_vp::HwConfig::new(&nvdla_hw::NV_SMALL),
+        &Options::default(),
+    )
+    .unwrap_err();
     assert_eq!(e.line, 1);
     std::fs::write(&cfg, "intr_notify(PDP_0, x);\n").unwrap();
-    let r = trace::run_test(&t[0], nvdla_vp::HwConfig::nv_small(), &Options::default()).unwrap();
+    let r = trace::run_test(
+        &t[0],
+        nvdla_vp::HwConfig::new(&nvdla_hw::NV_SMALL),
+        &Options::default(),
+    )
+    .unwrap();
     assert!(matches!(r, Outcome::Fail(_)));
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -135,8 +154,8 @@ fn random_programming_never_panics() {
     };
     for cfg in HwConfig::all() {
         for round in 0..40 {
-            let mut vp = Vp::new(cfg.clone());
-            for def in blocks(cfg.version) {
+            let mut vp = Vp::new(cfg);
+            for def in blocks(cfg.version()) {
                 if vp.regs(def.block).is_none() {
                     continue;
                 }
@@ -162,7 +181,7 @@ fn random_programming_never_panics() {
                     vp.csb_write(def.base + r.offset, v);
                 }
             }
-            for def in blocks(cfg.version) {
+            for def in blocks(cfg.version()) {
                 for n in ["D_OP_ENABLE", "CFG_OP", "CFG_LAUNCH0"] {
                     if let Some(a) = vp.lookup(def.block.name(), n) {
                         vp.csb_write(a, 1);

@@ -5,7 +5,7 @@
 #![no_main]
 
 use nvdla_firmware::hw::{DeviceAddr, Hw, Region};
-use nvdla_firmware::{Engine, HwConfig, HwError, Progress};
+use nvdla_firmware::{nvdla_hw, Engine, HwConfig, HwError, Progress};
 
 extern "C" {
     fn port_reg_read(offset: u32) -> u32;
@@ -65,11 +65,9 @@ static mut ENGINE: Option<Engine> = None;
 /// Starts a task (0: running, 1: done, -1: error).
 #[no_mangle]
 pub extern "C" fn nvdla_execute_task(config: u32) -> i32 {
-    let cfg = match config {
-        0 => HwConfig::NV_FULL,
-        1 => HwConfig::NV_SMALL,
-        _ => HwConfig::NV_LARGE,
-    };
+    // `config` indexes the published builds (0 nv_full, 1 nv_large, ...); others: nv_full.
+    let build = nvdla_hw::ALL.get(config as usize).unwrap_or(&nvdla_hw::NV_FULL);
+    let cfg = HwConfig::new(build);
     // SAFETY: single-threaded bare-metal entry points; no reentrancy.
     let engine = unsafe { &mut *core::ptr::addr_of_mut!(ENGINE) }.insert(Engine::new(cfg));
     code(engine.execute_task(&mut PortHw))

@@ -73,7 +73,7 @@ pub(super) fn program<H: Hw>(
     op: &ConvOpDesc,
     s: &ConvSurfaceDesc,
 ) -> Result<(), Error> {
-    let atom = ctx.cfg.atom_size;
+    let atom = ctx.cfg.atom_size();
     let mode = ConvMode::try_from(op.conv_mode)
         .map_err(|_| ctx.invalid("dla_conv_op_desc.conv_mode", u32::from(op.conv_mode)))?;
     if mode == ConvMode::Winograd {

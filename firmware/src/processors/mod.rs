@@ -73,13 +73,13 @@ impl<H: Hw> Ctx<'_, H> {
     /// Writes register `offset` of unit `block`.
     pub(crate) fn wr(&mut self, block: Block, offset: u32, value: u32) -> Result<(), Error> {
         self.hw
-            .reg_write(block.base(self.cfg.version) + offset, value)?;
+            .reg_write(block.base(self.cfg.version()) + offset, value)?;
         Ok(())
     }
 
     /// Reads register `offset` of unit `block`.
     pub(crate) fn rd(&mut self, block: Block, offset: u32) -> Result<u32, Error> {
-        Ok(self.hw.reg_read(block.base(self.cfg.version) + offset)?)
+        Ok(self.hw.reg_read(block.base(self.cfg.version()) + offset)?)
     }
 
     /// Reads a register until `done` accepts its value: for at most [`POLL_TIMEOUT_MS`]

@@ -46,15 +46,9 @@ pub mod map;
 
 pub use map::*;
 
-/// The hardware generation, which selects the register map.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum HwVersion {
-    /// NVDLA v1 ("nv_full", `opendla_initial.h`).
-    V1,
-    /// NVDLA v2 (nv_small, nv_large; `opendla_small.h`).
-    V2,
-}
+/// The hardware generation, which selects the register map: [`nvdla_hw::Generation`]
+/// (`V1`: nv_full, `opendla_initial.h`; `V2`: every other build, `opendla_small.h`).
+pub use nvdla_hw::Generation as HwVersion;
 
 /// One CSB unit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -277,11 +277,11 @@ pub fn loadable_path(unit: &str, test: &str) -> Option<PathBuf> {
 /// The hardware build a regression test targets (by its name suffix).
 pub fn config_for(test: &str) -> HwConfig {
     if test.ends_with("_small") {
-        HwConfig::NV_SMALL
+        HwConfig::new(&nvdla_hw::NV_SMALL)
     } else if test.ends_with("_large") {
-        HwConfig::NV_LARGE
+        HwConfig::new(&nvdla_hw::NV_LARGE)
     } else {
-        HwConfig::NV_FULL
+        HwConfig::new(&nvdla_hw::NV_FULL)
     }
 }
 
@@ -365,7 +365,7 @@ pub fn run_test(unit: &str, test: &str) -> Option<(FakeHw, Result<usize, Error>)
     let path = loadable_path(unit, test)?;
     let bytes = std::fs::read(path).unwrap();
     let cfg = config_for(test);
-    let mut hw = load(&bytes, cfg.version);
+    let mut hw = load(&bytes, cfg.version());
     let mut engine: Engine = Engine::new(cfg);
     let r = run(&mut engine, &mut hw);
     assert!(!engine.is_running(), "engine idle after the task");

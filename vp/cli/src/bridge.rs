@@ -236,7 +236,7 @@ pub fn serve_connection(mut stream: UnixStream, cfg: &BridgeConfig) -> Result<St
                 .write(true)
                 .open(&cfg.guest_ram)
                 .map_err(io(format!("guest RAM {}", cfg.guest_ram.display())))?;
-            let mem = Memory::with_dram_file(file, cfg.ram_base, cfg.hw.features.cvif)
+            let mem = Memory::with_dram_file(file, cfg.ram_base, cfg.hw.hw.features.cvif)
                 .map_err(io(format!("guest RAM {}", cfg.guest_ram.display())))?;
             let w = mem.dram_window();
             log::info!(
@@ -248,7 +248,7 @@ pub fn serve_connection(mut stream: UnixStream, cfg: &BridgeConfig) -> Result<St
                 w.base,
                 w.base.saturating_add(w.size)
             );
-            let mut vp = Vp::new(cfg.hw.clone());
+            let mut vp = Vp::new(cfg.hw);
             vp.mem = mem;
             dev = Some(Device {
                 vp,
@@ -399,7 +399,7 @@ mod tests {
             socket: PathBuf::new(),
             guest_ram: ram.clone(),
             ram_base: 0x4000_0000,
-            hw: HwConfig::nv_full(),
+            hw: HwConfig::new(&nvdla_vp::nvdla_hw::NV_FULL),
             hang_after_irqs: None,
         };
         (cfg, ram)
@@ -422,7 +422,7 @@ mod tests {
         dev.write_all(&msg(HELLO, 0, 1, 0x40000)).unwrap();
         dev.write_all(&msg(RESET, 0, 0, 0)).unwrap();
         assert_eq!(recv(&mut dev).kind, RESET_DONE);
-        let vp = Vp::new(HwConfig::nv_full());
+        let vp = Vp::new(HwConfig::new(&nvdla_vp::nvdla_hw::NV_FULL));
         let reg = |b: &str, r: &str| u64::from(vp.lookup(b, r).unwrap());
         let w = |dev: &mut UnixStream, a: u64, v: u64| dev.write_all(&msg(WRITE, 4, a, v)).unwrap();
         w(&mut dev, reg("GLB", "S_INTR_MASK"), 0);
@@ -492,7 +492,7 @@ mod tests {
         let c = cfg.clone();
         let t = std::thread::spawn(move || serve_connection(host, &c).unwrap());
         dev.write_all(&msg(HELLO, 0, 1, 0x40000)).unwrap();
-        let vp = Vp::new(HwConfig::nv_full());
+        let vp = Vp::new(HwConfig::new(&nvdla_vp::nvdla_hw::NV_FULL));
         let reg = |b: &str, r: &str| u64::from(vp.lookup(b, r).unwrap());
         let copy = |dev: &mut UnixStream, dst: u64| {
             for (r, v) in [

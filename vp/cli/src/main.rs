@@ -36,7 +36,9 @@ enum Cmd {
         /// Test directories, trace files or trees.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
-        /// Hardware configuration (default: inferred from the path, else nv_full).
+        /// Hardware configuration: nv_full, nv_large, nv_medium_1024_full, nv_medium_512,
+        /// nv_small, nv_small_256 or nv_small_256_full (default: the longest of these names
+        /// in the test's path, else nv_full).
         #[arg(long)]
         config: Option<String>,
         /// Print every register write with block and register name.
@@ -75,8 +77,10 @@ enum Cmd {
         /// With --qemu-socket: guest physical address of the RAM file's first byte.
         #[arg(long, value_name = "ADDR", default_value = "0x40000000", value_parser = parse_u64)]
         ram_base: u64,
-        /// Hardware configurations to serve (comma-separated, or `all`); the first is the
-        /// default for clients that do not name one. With --qemu-socket: exactly one.
+        /// Hardware configurations to serve (comma-separated, or `all`): nv_full, nv_large,
+        /// nv_medium_1024_full, nv_medium_512, nv_small, nv_small_256, nv_small_256_full;
+        /// the first is the default for clients that do not name one. With --qemu-socket:
+        /// exactly one.
         #[arg(long, default_value = "nv_full", value_name = "CONFIGS", value_parser = parse_configs)]
         config: Configs,
         /// With --qemu-socket, fault injection for driver tests: after this many
@@ -103,11 +107,7 @@ fn parse_u64(s: &str) -> Result<u64, String> {
 
 fn parse_configs(s: &str) -> Result<Configs, String> {
     if s == "all" {
-        return Ok(Configs(vec![
-            VpConfig::NvFull,
-            VpConfig::NvLarge,
-            VpConfig::NvSmall,
-        ]));
+        return Ok(Configs(VpConfig::ALL.to_vec()));
     }
     s.split(',')
         .map(str::parse)
@@ -244,7 +244,7 @@ fn main() -> ExitCode {
                     let file = match &t.kind {
                         trace::TestKind::Txn(f) | trace::TestKind::Cfg(f) => f.clone(),
                     };
-                    let cfg = forced.clone().unwrap_or_else(|| trace::infer_config(&file));
+                    let cfg = forced.unwrap_or_else(|| trace::infer_config(&file));
                     match trace::run_test(&t, cfg, &opts) {
                         Ok(Outcome::Pass) => {
                             out(format_args!("PASS {}", t.name));
@@ -283,13 +283,7 @@ fn serve_qemu(
         eprintln!("error: nvdla-vp serve --qemu-socket serves one hardware configuration");
         return ExitCode::from(2);
     };
-    let hw = match config.name().parse::<HwConfig>() {
-        Ok(hw) => hw,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
+    let hw = HwConfig::new(config.hw());
     let cfg = bridge::BridgeConfig {
         socket,
         guest_ram,

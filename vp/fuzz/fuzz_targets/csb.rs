@@ -14,11 +14,9 @@ fuzz_target!(|data: &[u8]| {
     let Some((&which, ops)) = data.split_first() else {
         return;
     };
-    let cfg = match which % 3 {
-        0 => HwConfig::nv_full(),
-        1 => HwConfig::nv_large(),
-        _ => HwConfig::nv_small(),
-    };
+    // Every published build.
+    let builds = nvdla_vp::nvdla_hw::ALL;
+    let cfg = HwConfig::new(&builds[usize::from(which) % builds.len()]);
     let mut vp = Vp::new(cfg);
     vp.mem.set_dram_window(Window {
         base: DRAM,

@@ -250,7 +250,7 @@ pub fn run(
         d("D_DATA_CUBE_CHANNEL"),
     );
     super::check_cube(BLOCK, w, h, c.next_multiple_of(32))?;
-    let atom = cfg.memory_atomic;
+    let atom = cfg.hw.memory_atomic;
     let cpa = (atom / prec.bytes()).max(1) as usize;
     let cp = c.div_ceil(cpa) * cpa;
     // Refuse an unreachable output before computing it.
@@ -584,7 +584,7 @@ mod tests {
         use crate::fp::f32_to_f16;
         use crate::mem::RamType;
         use crate::vp::Vp;
-        let mut vp = Vp::new(HwConfig::nv_full());
+        let mut vp = Vp::new(HwConfig::new(&nvdla_hw::NV_FULL));
         let w = |vp: &mut Vp, b: &str, r: &str, v: u32| {
             let a = vp.lookup(b, r).unwrap();
             vp.csb_write(a, v)
@@ -661,7 +661,7 @@ mod tests {
         for line in lines {
             let f: Vec<&str> = line.split_whitespace().collect();
             let hx = |i: usize| u32::from_str_radix(f[i], 16).unwrap();
-            let mut vp = Vp::new(HwConfig::nv_full());
+            let mut vp = Vp::new(HwConfig::new(&nvdla_hw::NV_FULL));
             let w = |vp: &mut Vp, b: &str, r: &str, v: u32| {
                 let a = vp.lookup(b, r).unwrap();
                 vp.csb_write(a, v)
@@ -784,7 +784,7 @@ mod tests {
             let f: Vec<&str> = line.split_whitespace().collect();
             let hx = |i: usize| u32::from_str_radix(f[i], 16).unwrap();
             let dec = |i: usize| f[i].parse::<i32>().unwrap();
-            let mut vp = Vp::new(HwConfig::nv_full());
+            let mut vp = Vp::new(HwConfig::new(&nvdla_hw::NV_FULL));
             let w = |vp: &mut Vp, b: &str, r: &str, v: u32| {
                 let a = vp.lookup(b, r).unwrap();
                 vp.csb_write(a, v)

@@ -74,23 +74,19 @@ impl Precision {
     }
 }
 
-/// Checks a precision against the build's feature set.
+/// Checks a precision against what the model computes for the build
+/// ([`HwConfig::computes`](crate::HwConfig::computes)).
 pub fn check_precision(
     cfg: &crate::config::HwConfig,
     p: Precision,
     block: &'static str,
 ) -> Result<(), EngineError> {
-    let ok = match p {
-        Precision::Int8 => true,
-        Precision::Int16 => cfg.features.int16,
-        Precision::Fp16 => cfg.features.fp16,
-    };
-    if ok {
+    if cfg.computes(p) {
         Ok(())
     } else {
         Err(EngineError::Config {
             block,
-            msg: format!("{p:?} is not supported by {}", cfg.name),
+            msg: format!("{p:?} is not supported by {}", cfg.name()),
         })
     }
 }

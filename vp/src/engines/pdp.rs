@@ -265,7 +265,7 @@ pub fn run(
             p.kernel.0, p.kernel.1
         )));
     }
-    let atom = cfg.memory_atomic;
+    let atom = cfg.hw.memory_atomic;
     // Whole atoms go through the datapath (see the SDP note); padding lanes included.
     let cpa = (atom / prec.bytes()).max(1) as usize;
     let cp = c.div_ceil(cpa) * cpa;

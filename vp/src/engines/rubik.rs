@@ -24,7 +24,7 @@ pub fn run(cfg: &HwConfig, rbk: &RegFile, mem: &mut Memory) -> Result<(), Engine
     let prec = Precision::from_field(misc.read(RBK_MISC_CFG::IN_PRECISION), BLOCK)?;
     check_precision(cfg, prec, BLOCK)?;
     let bpe = prec.bytes() as usize;
-    let atom = cfg.memory_atomic as usize;
+    let atom = cfg.hw.memory_atomic as usize;
     let epa = atom / bpe;
     let size0 = rbk.cur("D_DATAIN_SIZE_0");
     let w = (size0 & 0x1fff) as usize + 1;
@@ -84,7 +84,7 @@ pub fn run(cfg: &HwConfig, rbk: &RegFile, mem: &mut Memory) -> Result<(), Engine
                 h,
                 c: c_out,
                 prec,
-                atom: cfg.memory_atomic,
+                atom: cfg.hw.memory_atomic,
             }
             .read(mem)?;
             let row_bytes = (w * bpe).max(atom).div_ceil(atom) * atom;
@@ -135,7 +135,7 @@ pub fn run(cfg: &HwConfig, rbk: &RegFile, mem: &mut Memory) -> Result<(), Engine
                 h,
                 c: c_in,
                 prec,
-                atom: cfg.memory_atomic,
+                atom: cfg.hw.memory_atomic,
             }
             .write(mem, &cube)
         }
@@ -159,7 +159,7 @@ mod tests {
 
     #[test]
     fn split_then_merge_round_trips() {
-        let mut vp = Vp::new(HwConfig::nv_full());
+        let mut vp = Vp::new(HwConfig::new(&nvdla_hw::NV_FULL));
         // 3x2x40 int8 cube: 2 surfaces, line stride 0x60, surface stride 0x100
         let mut src = vec![0u8; 0x200];
         for s in 0..2 {

@@ -129,7 +129,7 @@ pub fn output_layout(
     let out_prec = Precision::from_field(sdp.cur("D_DATA_FORMAT") >> 2, BLOCK)?;
     if !from_cacc {
         let in_prec = Precision::from_field(rdma.cur("D_FEATURE_MODE_CFG") >> 2, BLOCK)?;
-        let cpa = (cfg.memory_atomic / in_prec.bytes()).max(1) as usize;
+        let cpa = (cfg.hw.memory_atomic / in_prec.bytes()).max(1) as usize;
         c = c.div_ceil(cpa) * cpa;
     }
     Ok(Some(CubeLayout {
@@ -144,7 +144,7 @@ pub fn output_layout(
         h,
         c,
         prec: out_prec,
-        atom: cfg.memory_atomic,
+        atom: cfg.hw.memory_atomic,
     }))
 }
 
@@ -941,7 +941,7 @@ pub fn run(
     // The datapath processes whole memory atoms: the padding lanes of the last surface
     // go through the pipeline and are written out too (observed in the nv_small
     // sdp_3x3x33 trace, whose CRC covers them).
-    let cpa = (cfg.memory_atomic / in_prec.bytes()).max(1) as usize;
+    let cpa = (cfg.hw.memory_atomic / in_prec.bytes()).max(1) as usize;
     let c_real = c;
     let c = if cacc.is_some() {
         c
@@ -981,7 +981,7 @@ pub fn run(
                 h,
                 c,
                 prec: in_prec,
-                atom: cfg.memory_atomic,
+                atom: cfg.hw.memory_atomic,
             };
             let raw = l.read(mem)?;
             if fp {
@@ -1004,7 +1004,7 @@ pub fn run(
 
     let x1 = XCfg::decode(sdp, "BS");
     let x2 = XCfg::decode(sdp, "BN");
-    let f = &cfg.features;
+    let f = &cfg.hw.features;
     if !x1.bypass && !f.sdp_bs {
         return Err(EngineError::Config {
             block: BLOCK,
@@ -1033,7 +1033,7 @@ pub fn run(
         }
     }
     let dims = (w, h, c);
-    let atom = cfg.memory_atomic;
+    let atom = cfg.hw.memory_atomic;
     let bs = if !x1.bypass
         && ((!x1.alu_bypass && x1.alu_src_mem) || (!x1.mul_bypass && x1.mul_src_mem))
     {
@@ -1266,7 +1266,7 @@ mod tests {
 
     #[test]
     fn fp16_layer_bias_scale_relu() {
-        let mut vp = Vp::new(HwConfig::nv_full());
+        let mut vp = Vp::new(HwConfig::new(&nvdla_hw::NV_FULL));
         let vals: Vec<f32> = (0..32).map(|i| (i as f32 - 10.5) * 0.375).collect();
         let mut bytes = Vec::new();
         for v in &vals {
@@ -1288,7 +1288,7 @@ mod tests {
     fn memory_operands_per_element_and_per_kernel() {
         // nv_small: 8-byte atoms, int8 cube 2x1x8 (one surface)
         for per_element in [true, false] {
-            let mut vp = Vp::new(HwConfig::nv_small());
+            let mut vp = Vp::new(HwConfig::new(&nvdla_hw::NV_SMALL));
             let x: Vec<i8> = (0..16).map(|i| (i * 7 - 50) as i8).collect();
             vp.mem
                 .write(
@@ -1368,7 +1368,7 @@ mod tests {
 
     #[test]
     fn output_on_the_fly_to_pdp() {
-        let mut vp = Vp::new(HwConfig::nv_full());
+        let mut vp = Vp::new(HwConfig::new(&nvdla_hw::NV_FULL));
         let vals: Vec<i16> = (0..32).map(|i| (i * 37 - 500) as i16).collect();
         let bytes: Vec<u8> = vals.iter().flat_map(|v| v.to_le_bytes()).collect();
         vp.mem.write(RamType::Dram, 0x1000, &bytes).unwrap();
@@ -1414,7 +1414,7 @@ mod tests {
 
     #[test]
     fn input_from_cacc() {
-        let mut vp = Vp::new(HwConfig::nv_full());
+        let mut vp = Vp::new(HwConfig::new(&nvdla_hw::NV_FULL));
         layer(&mut vp, 0b0101, 0b01_0100, 0b10, 0, 0); // BS: ALU bypassed, MUL, ReLU
         prog(&mut vp, "SDP", "D_FEATURE_MODE_CFG", 1); // flying: input from CACC
         prog(&mut vp, "SDP", "D_DP_BS_MUL_SRC_VALUE", 3);
@@ -1437,7 +1437,7 @@ mod tests {
 
     #[test]
     fn int16_to_fp16_output() {
-        let mut vp = Vp::new(HwConfig::nv_full());
+        let mut vp = Vp::new(HwConfig::new(&nvdla_hw::NV_FULL));
         let vals: Vec<i16> = (0..32).map(|i| (i * 1111 - 9000) as i16).collect();
         let bytes: Vec<u8> = vals.iter().flat_map(|v| v.to_le_bytes()).collect();
         vp.mem.write(RamType::Dram, 0x1000, &bytes).unwrap();

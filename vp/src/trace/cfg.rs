@@ -89,8 +89,12 @@ fn reg_addr(vp: &Vp, path: &Path, s: &Stmt, sym: &str) -> Result<u32, TraceError
         .split_once('.')
         .ok_or_else(|| err(format!("register `{sym}` is not BLOCK.REG")))?;
     let reg = reg.strip_suffix("_0").unwrap_or(reg);
-    vp.lookup(blk, reg)
-        .ok_or_else(|| err(format!("unknown register `{sym}` on {}", vp.config().name)))
+    vp.lookup(blk, reg).ok_or_else(|| {
+        err(format!(
+            "unknown register `{sym}` on {}",
+            vp.config().name()
+        ))
+    })
 }
 
 /// Runs a `.cfg` file.

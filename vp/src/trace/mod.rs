@@ -160,16 +160,16 @@ fn walk(path: &Path, out: &mut Vec<TestCase>, depth: usize) -> Result<(), TraceE
     Ok(())
 }
 
-/// Infers the configuration from a path: `nv_small`/`nv_large` in it, else nv_full.
+/// Infers the configuration from a path: the longest build name in it (so
+/// `v2/nv_small_256_full/...` is nv_small_256_full, not nv_small), else nv_full.
 pub fn infer_config(path: &Path) -> HwConfig {
     let s = path.to_string_lossy();
-    if s.contains("nv_small") {
-        HwConfig::nv_small()
-    } else if s.contains("nv_large") {
-        HwConfig::nv_large()
-    } else {
-        HwConfig::nv_full()
-    }
+    let build = nvdla_hw::ALL
+        .iter()
+        .filter(|c| s.contains(c.name))
+        .max_by_key(|c| c.name.len())
+        .unwrap_or(&nvdla_hw::NV_FULL);
+    HwConfig::new(build)
 }
 
 /// Runs one test on a fresh platform.

@@ -10,7 +10,7 @@ use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::ffi::c_void;
 
-use nvdla_firmware::HwConfig;
+use nvdla_firmware::{nvdla_hw, HwConfig};
 use nvdla_kmd::bo::{BoConfig, ClientId};
 use nvdla_kmd::submit::{self, MemHandle, SubmitDesc, TaskDesc};
 use nvdla_kmd::{Error, Kmd};
@@ -48,10 +48,17 @@ pub struct NvdlaRsTask {
     pub addresses: *const NvdlaMemHandle,
 }
 
-/// Hardware configuration selectors of [`nvdla_rs_new`].
-const HW_NV_FULL: u32 = 0;
-const HW_NV_SMALL: u32 = 1;
-const HW_NV_LARGE: u32 = 2;
+/// Hardware configuration selectors of [`nvdla_rs_new`] (`enum nvdla_hw` of
+/// `nvdla_glue.h`) and the builds they select.
+const HW_BUILDS: [(u32, &nvdla_hw::Config); 7] = [
+    (0, &nvdla_hw::NV_FULL),
+    (1, &nvdla_hw::NV_SMALL),
+    (2, &nvdla_hw::NV_LARGE),
+    (3, &nvdla_hw::NV_MEDIUM_1024_FULL),
+    (4, &nvdla_hw::NV_MEDIUM_512),
+    (5, &nvdla_hw::NV_SMALL_256),
+    (6, &nvdla_hw::NV_SMALL_256_FULL),
+];
 
 fn errno(e: Error) -> i32 {
     -e.errno()
@@ -76,7 +83,8 @@ unsafe fn device<'a>(rs: *mut NvdlaRs) -> Option<&'a mut NvdlaRs> {
 
 /// Creates the driver for the glue device `ctx` (passed back to every `nvdla_glue_*` call)
 /// with buffers in the device-address window `[iova_base, iova_base + iova_size)` and
-/// hardware `hw` (0 nv_full, 1 nv_small, 2 nv_large). Resets the hardware. Writes the
+/// hardware `hw` (0 nv_full, 1 nv_small, 2 nv_large, 3 nv_medium_1024_full,
+/// 4 nv_medium_512, 5 nv_small_256, 6 nv_small_256_full). Resets the hardware. Writes the
 /// offset of the interrupt status register to `*intr_status`. Null on failure (logged).
 ///
 /// # Safety
@@ -92,14 +100,12 @@ pub unsafe extern "C" fn nvdla_rs_new(
     intr_status: *mut u32,
 ) -> *mut NvdlaRs {
     rt::init_logging(debug);
-    let hw = match hw {
-        HW_NV_FULL => HwConfig::NV_FULL,
-        HW_NV_SMALL => HwConfig::NV_SMALL,
-        HW_NV_LARGE => HwConfig::NV_LARGE,
-        other => {
+    let hw = match HW_BUILDS.iter().find(|(id, _)| *id == hw) {
+        Some((_, build)) => HwConfig::new(build),
+        None => {
             rt::log_line(
                 log::Level::Error,
-                format_args!("unknown hardware configuration {other}"),
+                format_args!("unknown hardware configuration {hw}"),
             );
             return core::ptr::null_mut();
         }

@@ -46,7 +46,7 @@ impl LinuxOs {
     pub fn new(ctx: *mut c_void, hw: &HwConfig) -> Self {
         Self {
             ctx,
-            intr_status: Block::Glb.base(hw.version) + glb::S_INTR_STATUS,
+            intr_status: Block::Glb.base(hw.version()) + glb::S_INTR_STATUS,
         }
     }
 

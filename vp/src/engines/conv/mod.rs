@@ -160,22 +160,22 @@ fn cfg_err(block: &'static str, msg: impl Into<String>) -> EngineError {
 /// Bytes of one CBUF entry: 128 on NVDLA v1 (a 64-channel 16-bit atom), the bank width
 /// on v2.
 pub fn cbuf_entry_bytes(cfg: &HwConfig) -> u32 {
-    match cfg.version {
-        HwVersion::V1 => cfg.atomic_c * 2,
-        HwVersion::V2 => cfg.cbuf_bank_width,
+    match cfg.version() {
+        HwVersion::V1 => cfg.hw.atomic_c * 2,
+        HwVersion::V2 => cfg.hw.cbuf_bank_width,
     }
 }
 
 /// Entries of one CBUF bank.
 pub fn cbuf_entries_per_bank(cfg: &HwConfig) -> u64 {
-    cfg.cbuf_bytes() / u64::from(cfg.cbuf_banks) / u64::from(cbuf_entry_bytes(cfg))
+    cfg.hw.cbuf_bytes() / u64::from(cfg.hw.cbuf_banks) / u64::from(cbuf_entry_bytes(cfg))
 }
 
 /// CBUF entries one line (slice) of a feature cube occupies: whole entries of atoms,
 /// and a trailing partial entry shared by 2 or 4 neighbouring pixels
 /// (`DirectConvDataResponseSequencerCommon`).
 pub fn entries_per_slice(cfg: &HwConfig, w: usize, c: usize, prec: Precision) -> usize {
-    let atom = cfg.memory_atomic as usize;
+    let atom = cfg.hw.memory_atomic as usize;
     let atoms = (c * prec.bytes() as usize).div_ceil(atom);
     let per_entry = (cbuf_entry_bytes(cfg) as usize / atom).max(1);
     let mut n = atoms / per_entry * w;
@@ -221,10 +221,10 @@ impl Layer {
         }
         check_precision(cfg, prec, "CDMA")?;
         check_precision(cfg, in_prec, "CDMA")?;
-        if winograd && !cfg.features.winograd {
+        if winograd && !cfg.hw.features.winograd {
             return Err(cfg_err(
                 "CDMA",
-                format!("{} has no Winograd convolution", cfg.name),
+                format!("{} has no Winograd convolution", cfg.name()),
             ));
         }
         let fmt = cdma.cur("D_DATAIN_FORMAT");
@@ -242,7 +242,7 @@ impl Layer {
                 return Err(cfg_err(blk, "batch number differs from CDMA"));
             }
         }
-        if batches > 1 && (!cfg.features.batch || image || winograd) {
+        if batches > 1 && (!cfg.hw.features.batch || image || winograd) {
             return Err(cfg_err(
                 "CDMA",
                 "batches need batch mode, feature input and direct convolution",
@@ -299,12 +299,12 @@ impl Layer {
         if y_ext > 4 {
             return Err(cfg_err("CSC", "reserved post-extension value"));
         }
-        let lanes = cfg.atomic_c as usize;
+        let lanes = cfg.hw.atomic_c as usize;
         let bpe = prec.bytes() as usize;
         let group = if prec == Precision::Int8 {
-            cfg.atomic_k as usize
+            cfg.hw.atomic_k as usize
         } else {
-            (cfg.atomic_k / 2) as usize
+            (cfg.hw.atomic_k / 2) as usize
         };
 
         let mut wino = None;
@@ -341,7 +341,7 @@ impl Layer {
                 sy: fld(st, 16, 3) as usize + 1,
             };
             let (ew, eh, ec) = input
-                .extended(cdma_w, cdma_h, cdma_c, prec, cfg.memory_atomic)
+                .extended(cdma_w, cdma_h, cdma_c, prec, cfg.hw.memory_atomic)
                 .map_err(|m| cfg_err("CDMA", m))?;
             if (csc_w, csc_h, csc_c) != (ew, eh, ec) {
                 return Err(cfg_err(
@@ -486,10 +486,10 @@ impl Layer {
         if (csc.cur("D_WEIGHT_FORMAT") & 1 == 1) != compressed {
             return Err(cfg_err("CSC", "weight format differs from CDMA"));
         }
-        if compressed && !cfg.features.weight_compression {
+        if compressed && !cfg.hw.features.weight_compression {
             return Err(cfg_err(
                 "CDMA",
-                format!("{} has no weight compression", cfg.name),
+                format!("{} has no weight compression", cfg.name()),
             ));
         }
         let weight_bytes = u64::from(cdma.cur("D_WEIGHT_BYTES"));
@@ -504,12 +504,12 @@ impl Layer {
         if csc.cur("D_BANK") != bank {
             return Err(cfg_err("CSC", "bank allocation differs from CDMA"));
         }
-        if data_banks + weight_banks > cfg.cbuf_banks {
+        if data_banks + weight_banks > cfg.hw.cbuf_banks {
             return Err(cfg_err(
                 "CDMA",
                 format!(
                     "{data_banks} data + {weight_banks} weight banks exceed the {} CBUF banks",
-                    cfg.cbuf_banks
+                    cfg.hw.cbuf_banks
                 ),
             ));
         }
@@ -569,7 +569,7 @@ impl Layer {
             cdma_h,
             cdma_c,
             batches,
-            atom: cfg.memory_atomic,
+            atom: cfg.hw.memory_atomic,
             dain_ram: RamType::from_field(cdma.cur("D_DAIN_RAM_TYPE")),
             dain_addr: addr64(
                 cdma.cur("D_DAIN_ADDR_HIGH_0"),

@@ -1028,7 +1028,7 @@ mod tests {
         const WT: u64 = 0x8100_0000;
         const OUT: u64 = 0x8200_0000;
         let mut r = Lcg(seed);
-        let mut vp = Vp::new(cfg.clone());
+        let mut vp = Vp::new(cfg);
         let (p, bpe) = match prec {
             Precision::Int8 => (0u32, 1usize),
             Precision::Int16 => (1, 2),
@@ -1038,7 +1038,7 @@ mod tests {
         let oh = ((h + 2 * pt - ks) / st + 1).next_multiple_of(4);
         let (ew, eh) = (ow + 4, oh + 4);
         let (pr, pb) = (ew * st - pl - w, eh * st - pt - h);
-        let cpad = WinoInput::padded_channels(c, prec, cfg.memory_atomic);
+        let cpad = WinoInput::padded_channels(c, prec, cfg.hw.memory_atomic);
         let ec = cpad * st * st;
         let (dlim, glim, even) = match prec {
             Precision::Int8 => (3, 1, 1),
@@ -1059,7 +1059,7 @@ mod tests {
             }
         };
         // Input in the feature layout (channels past `c` in the last atom are zero).
-        let atom = cfg.memory_atomic;
+        let atom = cfg.hw.memory_atomic;
         let line = u64::from(atom) * w as u64;
         let layout = |base, w: usize, h: usize, c: usize| CubeLayout {
             ram: RamType::Dram,
@@ -1126,7 +1126,7 @@ mod tests {
         let entries = (ew * ec * bpe / 128) as u32;
         let per_bank = crate::engines::conv::cbuf_entries_per_bank(&cfg) as u32;
         let data_banks = (entries * eh as u32).div_ceil(per_bank);
-        let bank = (data_banks - 1) | ((cfg.cbuf_banks - data_banks - 1) << 16);
+        let bank = (data_banks - 1) | ((cfg.hw.cbuf_banks - data_banks - 1) << 16);
         let sz = |a: usize, b: usize| ((b as u32 - 1) << 16) | (a as u32 - 1);
         let misc = 1 | (p << 8) | (p << 12);
         let regs: &[(&str, &str, u32)] = &[
@@ -1253,7 +1253,7 @@ mod tests {
                 conv_cfg,
                 pad,
                 seed,
-                crate::HwConfig::nv_full(),
+                crate::HwConfig::new(&nvdla_hw::NV_FULL),
                 &[],
             )
             .unwrap_or_else(|e| panic!("case {i}: {e}"));
@@ -1327,12 +1327,12 @@ mod tests {
             ),
         ];
         for (tweak, want) in cases {
-            let e = run(HwConfig::nv_full(), tweak);
+            let e = run(HwConfig::new(&nvdla_hw::NV_FULL), tweak);
             assert!(e.contains(want), "{tweak:?}: {e:?}");
         }
         // The programming is valid without the tweaks, and nv_small has no Winograd.
-        assert_eq!(run(HwConfig::nv_full(), &[]), "");
-        assert!(run(HwConfig::nv_small(), &[]).contains("no Winograd"));
+        assert_eq!(run(HwConfig::new(&nvdla_hw::NV_FULL), &[]), "");
+        assert!(run(HwConfig::new(&nvdla_hw::NV_SMALL), &[]).contains("no Winograd"));
     }
 
     /// A valid Winograd layer with one or two of its registers overwritten by random
@@ -1404,7 +1404,7 @@ mod tests {
                     (1, 3, 1, 1),
                     1,
                     it as u64,
-                    crate::HwConfig::nv_full(),
+                    crate::HwConfig::new(&nvdla_hw::NV_FULL),
                     &tweak,
                 )
             });

@@ -1,0 +1,961 @@
+//! Emission: a planned [`Program`] to a loadable, through `nvdla-loadable`'s builder.
+//!
+//! The lists are the ones NVIDIA's compiler writes: one memory for the weights (SET from
+//! a blob), one for the activation pool, one per network input and output (bound by the
+//! runtime), and per task its descriptor memories. Every task's address list starts with
+//! its network descriptor and then the shared memories at the same positions, so a data
+//! cube means the same memory in every task. Consecutive DLA operations form one DLA1 task,
+//! consecutive CPU operations one EMU1 task; tasks run in order, each waiting for an event
+//! its predecessor signals.
+
+use crate::engine::*;
+use crate::error::{CompileError, Result};
+use crate::target::{Precision, Target};
+use nvdla_loadable::builder::*;
+use nvdla_loadable::codec::Descriptor;
+use nvdla_loadable::dla::{self, Consumer, Event, OpType};
+use nvdla_loadable::emu;
+use nvdla_loadable::schema::*;
+
+/// DLA1 interface version of the descriptors (what NVIDIA's compiler writes).
+pub const DLA1_VERSION: Version = Version {
+    major: 0,
+    minor: 12,
+    sub_minor: 3,
+};
+
+/// EMU1 interface version.
+pub const EMU1_VERSION: Version = Version {
+    major: 0,
+    minor: 0,
+    sub_minor: 1,
+};
+
+/// Memory alignment NVIDIA's compiler writes into the memory list.
+const MEM_ALIGN: u32 = 4096;
+
+/// Address-list positions of the shared memories (the same in every task).
+struct Shared {
+    /// Address-list entries (ids) of the shared memories, in task order after index 0.
+    entries: Vec<u16>,
+    weights: Option<i16>,
+    pool: Option<i16>,
+    inputs: Vec<i16>,
+    outputs: Vec<i16>,
+}
+
+/// Serialise `p` (planned) for `t`.
+pub fn emit(p: &Program, t: &Target) -> Result<LoadableSpec> {
+    let mut s = LoadableSpec::new();
+    let mut shared = Shared {
+        entries: Vec::new(),
+        weights: None,
+        pool: None,
+        inputs: Vec::new(),
+        outputs: Vec::new(),
+    };
+    let mut position = 1i16;
+    let mut add_shared = |s: &mut LoadableSpec, shared: &mut Shared, m: MemorySpec| -> i16 {
+        let size = m.size;
+        let mem = s.add_memory(m);
+        let a = s.add_address(AddressSpec {
+            mem_id: mem,
+            offset: 0,
+            size,
+        });
+        shared.entries.push(a);
+        position += 1;
+        position - 1
+    };
+
+    if !p.blobs.is_empty() {
+        let mut data = vec![0u8; p.weight_size as usize];
+        for b in &p.blobs {
+            let o = b.offset as usize;
+            data[o..o + b.data.len()].copy_from_slice(&b.data);
+        }
+        s.add_blob(BlobSpec {
+            name: "weights".into(),
+            data,
+            ..Default::default()
+        });
+        let m = MemorySpec {
+            flags: (MemoryFlags::ALLOC | MemoryFlags::SET).bits(),
+            size: p.weight_size.next_multiple_of(u64::from(MEM_ALIGN)),
+            alignment: MEM_ALIGN,
+            contents: vec![("weights".into(), 0)],
+            ..Default::default()
+        };
+        shared.weights = Some(add_shared(&mut s, &mut shared, m));
+    }
+    if p.pool_size > 0 {
+        let m = MemorySpec {
+            flags: MemoryFlags::ALLOC.bits(),
+            size: p.pool_size.next_multiple_of(u64::from(MEM_ALIGN)),
+            alignment: MEM_ALIGN,
+            ..Default::default()
+        };
+        shared.pool = Some(add_shared(&mut s, &mut shared, m));
+    }
+    for (kind, list) in [
+        (MemoryFlags::INPUT, &p.inputs),
+        (MemoryFlags::OUTPUT, &p.outputs),
+    ] {
+        for (bind, &sid) in list.iter().enumerate() {
+            let sf = p.surface(sid);
+            let tensor = s.add_tensor(tensor_desc(sf, t, s.memory.len() as u16));
+            let m = MemorySpec {
+                flags: (MemoryFlags::ALLOC | kind).bits(),
+                size: u64::from(sf.size),
+                alignment: MEM_ALIGN,
+                bind_id: bind as u16,
+                tensor_desc_id: tensor,
+                ..Default::default()
+            };
+            let pos = add_shared(&mut s, &mut shared, m);
+            if kind == MemoryFlags::INPUT {
+                shared.inputs.push(pos);
+            } else {
+                shared.outputs.push(pos);
+            }
+        }
+    }
+
+    // Tasks: maximal runs of DLA / CPU operations.
+    let mut tasks: Vec<(bool, Vec<usize>)> = Vec::new();
+    for (i, op) in p.ops.iter().enumerate() {
+        let cpu = op.engine() == Engine::Cpu;
+        match tasks.last_mut() {
+            Some((c, ops)) if *c == cpu => ops.push(i),
+            _ => tasks.push((cpu, vec![i])),
+        }
+    }
+    if tasks.is_empty() {
+        return Err(CompileError::Network(
+            "the network has no operation to run".into(),
+        ));
+    }
+    let ctx = Ctx {
+        p,
+        t,
+        shared: &shared,
+    };
+    let n_tasks = tasks.len();
+    for (ti, (cpu, ops)) in tasks.iter().enumerate() {
+        let (blobs, relocs) = if *cpu {
+            ctx.emu_task(ti, ops)?
+        } else {
+            ctx.dla_task(ti, ops)?
+        };
+        let mut addresses = Vec::new();
+        let mut blob_addr = Vec::new();
+        for (name, sub, interface, version, data) in blobs {
+            let size = data.len() as u64;
+            s.add_blob(BlobSpec {
+                name: name.clone(),
+                interface: interface.raw(),
+                sub_interface: sub.raw(),
+                version,
+                data,
+            });
+            let m = s.add_memory(MemorySpec {
+                flags: (MemoryFlags::ALLOC | MemoryFlags::SET).bits(),
+                size,
+                alignment: MEM_ALIGN,
+                contents: vec![(name, 0)],
+                ..Default::default()
+            });
+            let a = s.add_address(AddressSpec {
+                mem_id: m,
+                offset: 0,
+                size,
+            });
+            blob_addr.push((m, a));
+        }
+        // [network descriptor, shared..., the task's other lists].
+        addresses.push(blob_addr[0].1);
+        addresses.extend(&shared.entries);
+        addresses.extend(blob_addr[1..].iter().map(|x| x.1));
+        for r in relocs {
+            // `r.1` names the task blob (index into this task's blob list) it patches.
+            let (mem, _) = blob_addr[r.1];
+            s.relocs.push(RelocSpec {
+                address_id: r.0,
+                write_id: mem,
+                offset: r.2,
+                interface: if *cpu {
+                    Interface::EMU1
+                } else {
+                    Interface::DLA1
+                }
+                .raw(),
+                sub_interface: SubInterface::SURFS.raw(),
+                reloc_type: r.3.raw(),
+            });
+        }
+        let mut pre = Vec::new();
+        let mut post = Vec::new();
+        if ti > 0 {
+            pre.push(s.add_event(EventSpec {
+                op: EventOp::WAIT.raw(),
+                val: ti as u32,
+                ..Default::default()
+            }));
+        }
+        if ti + 1 < n_tasks || n_tasks > 1 || ti == 0 {
+            post.push(s.add_event(EventSpec {
+                op: EventOp::SIGNAL.raw(),
+                val: ti as u32 + 1,
+                ..Default::default()
+            }));
+        }
+        let id = s.add_task(TaskSpec {
+            interface: if *cpu {
+                Interface::EMU1
+            } else {
+                Interface::DLA1
+            }
+            .raw(),
+            instance: -1,
+            address_list: addresses,
+            pre_actions: pre,
+            post_actions: post,
+        });
+        s.submits.push(vec![id]);
+    }
+    Ok(s)
+}
+
+/// A task blob: name, sub-interface, interface, version, bytes.
+type TaskBlob = (String, SubInterface, Interface, Version, Vec<u8>);
+/// A relocation: address-list entry (input/output) it names, index of the task blob it
+/// patches, byte offset in that blob, which stride.
+type Reloc = (u16, usize, u64, RelocType);
+
+fn tensor_desc(sf: &Surface, t: &Target, mem_id: u16) -> TensorSpec {
+    let (data_type, pixel) = match t.precision {
+        Precision::Fp16 => (DataType::HALF, PixelFormat::FEATURE),
+        Precision::Int8 if t.atom() == 8 => (DataType::INT8, PixelFormat::FEATURE_X8),
+        Precision::Int8 => (DataType::INT8, PixelFormat::FEATURE),
+    };
+    TensorSpec {
+        name: sf.name.clone(),
+        mem_id,
+        size: u64::from(sf.size),
+        offset: 0,
+        data_format: DataFormat::NCxHWx.raw(),
+        data_type: data_type.raw(),
+        data_category: DataCategory::FEATURE.raw(),
+        pixel_format: pixel.raw(),
+        pixel_mapping: PixelMapping::PITCH_LINEAR.raw(),
+        dims: [1, sf.c as i32, sf.h as i32, sf.w as i32],
+        strides: [t.bpe(), sf.line_stride, sf.surf_stride, 0, 0, 0, 0, 0],
+    }
+}
+
+struct Ctx<'a> {
+    p: &'a Program,
+    t: &'a Target,
+    shared: &'a Shared,
+}
+
+/// One DLA operation of a task.
+struct DlaOp {
+    ty: OpType,
+    /// Index of the program operation it comes from.
+    op: usize,
+}
+
+impl Ctx<'_> {
+    /// Address-list position of the memory holding surface `id`, and the address-list
+    /// entry id when it is a network input/output (for relocations).
+    fn surface_address(&self, id: SurfId) -> (i16, Option<u16>) {
+        let root = self.p.root(id);
+        match self.p.surface(root).kind {
+            SurfKind::Input(i) => {
+                let pos = self.shared.inputs[i];
+                (pos, Some(self.shared.entries[pos as usize - 1]))
+            }
+            SurfKind::Output(i) => {
+                let pos = self.shared.outputs[i];
+                (pos, Some(self.shared.entries[pos as usize - 1]))
+            }
+            _ => (self.shared.pool.unwrap_or(-1), None),
+        }
+    }
+
+    fn cube(&self, id: SurfId) -> (dla::DataCube, Option<u16>) {
+        let s = self.p.surface(id);
+        let (address, io) = self.surface_address(id);
+        (
+            dla::DataCube {
+                mem_type: dla::MemType::Mc.raw().into(),
+                address,
+                offset: s.offset as u32,
+                size: s.size,
+                width: s.w as u16,
+                height: s.h as u16,
+                channel: s.c as u16,
+                reserved0: 0,
+                line_stride: s.line_stride,
+                surf_stride: s.surf_stride,
+                plane_stride: 0,
+            },
+            io,
+        )
+    }
+
+    fn blob_cube(&self, b: BlobId, w: u32, h: u32, c: u32) -> dla::DataCube {
+        let blob = &self.p.blobs[b.0];
+        let atom = self.t.atom();
+        dla::DataCube {
+            mem_type: dla::MemType::Mc.raw().into(),
+            address: self.shared.weights.unwrap_or(-1),
+            offset: blob.offset as u32,
+            size: blob.data.len() as u32,
+            width: w as u16,
+            height: h as u16,
+            channel: c as u16,
+            reserved0: 0,
+            line_stride: atom,
+            surf_stride: atom,
+            plane_stride: 0,
+        }
+    }
+
+    fn dla_task(&self, ti: usize, ops: &[usize]) -> Result<(Vec<TaskBlob>, Vec<Reloc>)> {
+        let p = self.p;
+        let t = self.t;
+        let prec = t.precision.dla().raw();
+        // Flatten to DLA operations: a convolution is CONV then its SDP.
+        let mut dops: Vec<DlaOp> = Vec::new();
+        for &i in ops {
+            match &p.ops[i].kind {
+                HwOpKind::Conv(_) => {
+                    dops.push(DlaOp {
+                        ty: OpType::Conv,
+                        op: i,
+                    });
+                    dops.push(DlaOp {
+                        ty: OpType::Sdp,
+                        op: i,
+                    });
+                }
+                HwOpKind::Sdp(_) => dops.push(DlaOp {
+                    ty: OpType::Sdp,
+                    op: i,
+                }),
+                HwOpKind::Pdp(_) => dops.push(DlaOp {
+                    ty: OpType::Pdp,
+                    op: i,
+                }),
+                HwOpKind::Cdp(_) => dops.push(DlaOp {
+                    ty: OpType::Cdp,
+                    op: i,
+                }),
+                HwOpKind::Rubik(_) => dops.push(DlaOp {
+                    ty: OpType::Rubik,
+                    op: i,
+                }),
+                HwOpKind::Cpu(_) => unreachable!("CPU operations form EMU tasks"),
+            }
+        }
+        let n = dops.len();
+        if n > i16::MAX as usize {
+            return Err(CompileError::Network(format!("{n} operations in one task")));
+        }
+
+        // Dependencies.
+        let none = Consumer {
+            index: -1,
+            event: Event::OpCompleted.raw(),
+            res: 0,
+        };
+        let mut deps: Vec<dla::CommonOpDesc> = (0..n)
+            .map(|j| dla::CommonOpDesc {
+                index: j as i16,
+                roi_index: 0,
+                op_type: dops[j].ty.raw(),
+                dependency_count: 0,
+                reserved0: [0; 3],
+                consumers: [none; dla::OP_NUM],
+                fused_parent: none,
+            })
+            .collect();
+        // Required "completed" edges: producer -> reader, and reader -> later writer of
+        // overlapping pool bytes (the pool is reused).
+        let mut need: Vec<Vec<usize>> = vec![Vec::new(); n];
+        let writes_of = |j: usize| -> Option<SurfId> {
+            match (&p.ops[dops[j].op].kind, dops[j].ty) {
+                (HwOpKind::Conv(_), OpType::Conv) => None,
+                (k, _) => Some(match k {
+                    HwOpKind::Conv(c) => c.sdp.dst,
+                    HwOpKind::Sdp(s) => s.dst,
+                    HwOpKind::Pdp(x) => x.dst,
+                    HwOpKind::Cdp(x) => x.dst,
+                    HwOpKind::Rubik(x) => x.dst,
+                    HwOpKind::Cpu(_) => unreachable!(),
+                }),
+            }
+        };
+        let reads_of = |j: usize| -> Vec<SurfId> {
+            match (&p.ops[dops[j].op].kind, dops[j].ty) {
+                (HwOpKind::Conv(c), OpType::Conv) => vec![c.src],
+                (HwOpKind::Conv(c), _) => sdp_operands(&c.sdp),
+                (HwOpKind::Sdp(s), _) => {
+                    let mut v: Vec<SurfId> = s.src.into_iter().collect();
+                    v.extend(sdp_operands(s));
+                    v
+                }
+                (HwOpKind::Pdp(x), _) => vec![x.src],
+                (HwOpKind::Cdp(x), _) => vec![x.src],
+                (HwOpKind::Rubik(x), _) => vec![x.src],
+                (HwOpKind::Cpu(_), _) => unreachable!(),
+            }
+        };
+        let span = |id: SurfId| -> (SurfId, u64, u64) {
+            let s = p.surface(id);
+            (p.root(id), s.offset, s.offset + u64::from(s.size))
+        };
+        let overlaps = |a: SurfId, b: SurfId| {
+            let (ra, sa, ea) = span(a);
+            let (rb, sb, eb) = span(b);
+            let same_memory = ra == rb
+                || (p.surface(ra).kind == SurfKind::Pool && p.surface(rb).kind == SurfKind::Pool);
+            same_memory && sa < eb && sb < ea
+        };
+        for j in 0..n {
+            for r in reads_of(j) {
+                for k in (0..j).rev() {
+                    if writes_of(k).is_some_and(|w| overlaps(w, r)) {
+                        need[k].push(j);
+                        break;
+                    }
+                }
+            }
+            if let Some(w) = writes_of(j) {
+                for (k, readers) in need.iter_mut().enumerate().take(j) {
+                    if reads_of(k).iter().any(|&r| overlaps(w, r))
+                        || writes_of(k).is_some_and(|x| overlaps(w, x))
+                    {
+                        readers.push(j);
+                    }
+                }
+            }
+        }
+        let mut count = vec![0u8; n];
+        for j in 0..n {
+            let ty = dops[j].ty;
+            // The next operation of the same engine: waits for this one to complete.
+            if let Some(next) = (j + 1..n).find(|&k| dops[k].ty == ty) {
+                deps[j].consumers[ty.index()] = Consumer {
+                    index: next as i16,
+                    event: Event::OpCompleted.raw(),
+                    res: 0,
+                };
+                count[next] += 1;
+            }
+            // A convolution feeds its SDP on the fly: the SDP may start once the
+            // convolution is programmed, and the convolution once the SDP is enabled.
+            let fused = matches!(p.ops[dops[j].op].kind, HwOpKind::Conv(_)) && ty == OpType::Conv;
+            if fused {
+                deps[j].consumers[OpType::Sdp.index()] = Consumer {
+                    index: (j + 1) as i16,
+                    event: Event::OpProgrammed.raw(),
+                    res: 0,
+                };
+                count[j + 1] += 1;
+                deps[j + 1].fused_parent = Consumer {
+                    index: j as i16,
+                    event: Event::OpEnabled.raw(),
+                    res: 0,
+                };
+                count[j] += 1;
+            }
+            // Data edges, one per engine: the earliest reader of each engine; later ones
+            // of that engine follow it through the chain of completions.
+            for other in [
+                OpType::Conv,
+                OpType::Sdp,
+                OpType::Pdp,
+                OpType::Cdp,
+                OpType::Rubik,
+            ] {
+                if other == ty || (fused && other == OpType::Sdp) {
+                    continue;
+                }
+                let first = need[j]
+                    .iter()
+                    .copied()
+                    .filter(|&k| dops[k].ty == other)
+                    .min();
+                if let Some(k) = first {
+                    deps[j].consumers[other.index()] = Consumer {
+                        index: k as i16,
+                        event: Event::OpCompleted.raw(),
+                        res: 0,
+                    };
+                    count[k] += 1;
+                }
+            }
+            if fused {
+                // Readers of type SDP other than the fused one (none write memory from a
+                // convolution itself): nothing else to do.
+            }
+        }
+        for (d, c) in deps.iter_mut().zip(count) {
+            d.dependency_count = c;
+        }
+
+        // Operation and surface descriptors.
+        let mut op_list = vec![0u8; n * dla::OPERATION_CONTAINER_SIZE];
+        let mut surf_list = vec![0u8; n * dla::SURFACE_CONTAINER_SIZE];
+        let mut relocs: Vec<Reloc> = Vec::new();
+        // Blob indices in this task: 0 network, 1 deps, 2 ops, 3 surfs, 4 luts.
+        const SURFS: usize = 3;
+        let cube_reloc = |relocs: &mut Vec<Reloc>, io: Option<u16>, j: usize, at: usize| {
+            if let Some(a) = io {
+                let base = (j * dla::SURFACE_CONTAINER_SIZE + at) as u64;
+                relocs.push((a, SURFS, base + 20, RelocType::LINE));
+                relocs.push((a, SURFS, base + 24, RelocType::SURFACE));
+            }
+        };
+        let enc = |r: std::result::Result<(), nvdla_loadable::EncodeError>| {
+            r.map_err(|e| CompileError::Network(format!("descriptor encoding: {e:?}")))
+        };
+        for (j, d) in dops.iter().enumerate() {
+            let op_slot = &mut op_list[j * dla::OPERATION_CONTAINER_SIZE..];
+            let surf_slot = &mut surf_list[j * dla::SURFACE_CONTAINER_SIZE..];
+            match (&p.ops[d.op].kind, d.ty) {
+                (HwOpKind::Conv(c), OpType::Conv) => {
+                    let (src, io) = self.cube(c.src);
+                    cube_reloc(&mut relocs, io, j, 96);
+                    let dst_s = p.surface(c.sdp.dst);
+                    let desc = dla::ConvOpDesc {
+                        conv_mode: dla::ConvMode::Direct.raw(),
+                        data_reuse: u8::from(c.data_reuse),
+                        skip_data_rls: u8::from(c.skip_data_release),
+                        entry_per_slice: c.entries_per_slice as u16,
+                        data_format: dla::DataFormat::Feature.raw(),
+                        pixel_mapping: 0,
+                        fetch_grain: 1,
+                        batch: 1,
+                        weight_format: 0,
+                        data_bank: c.data_banks as u8,
+                        weight_bank: c.weight_banks as u8,
+                        release: p.surface(c.src).h as u16,
+                        input_width_csc: src.width,
+                        input_height_csc: src.height,
+                        input_channel_csc: src.channel,
+                        kernel_width_csc: c.kernel[1] as u16,
+                        kernel_height_csc: c.kernel[0] as u16,
+                        kernel_channel_csc: c.channels as u16,
+                        input_width_cmac: c.out[1] as u16,
+                        input_height_cmac: c.out[0] as u16,
+                        bytes_per_kernel: c.bytes_per_kernel,
+                        conv_stride_x: c.stride[1] as u8,
+                        conv_stride_y: c.stride[0] as u8,
+                        pad_x_left: c.pad[1] as u8,
+                        pad_x_right: c.pad[3] as u8,
+                        pad_y_top: c.pad[0] as u8,
+                        pad_y_bottom: c.pad[2] as u8,
+                        dilation_x: c.dilation[1] as u8,
+                        dilation_y: c.dilation[0] as u8,
+                        in_precision: prec,
+                        out_precision: prec,
+                        in_cvt: dla::CvtParam {
+                            scale: 1,
+                            ..Default::default()
+                        },
+                        out_cvt: dla::CvtParam {
+                            scale: 1,
+                            truncate: 0,
+                            enable: 1,
+                            offset: 0,
+                        },
+                        ..Default::default()
+                    };
+                    let weight = self.blob_cube(c.weights, c.kernel[1], c.kernel[0], c.channels);
+                    let mut dst = self.cube(c.sdp.dst).0;
+                    dst.mem_type = dla::MemType::Hw.raw().into();
+                    dst.address = -1;
+                    dst.offset = 0;
+                    dst.channel = c.kernels as u16;
+                    let _ = dst_s;
+                    let surf = dla::ConvSurfaceDesc {
+                        weight_data: weight,
+                        src_data: src,
+                        dst_data: dst,
+                        ..Default::default()
+                    };
+                    enc(dla::OpDesc::Conv(desc).encode_into(op_slot))?;
+                    enc(dla::SurfaceDesc::Conv(surf).encode_into(surf_slot))?;
+                }
+                (HwOpKind::Conv(c), _) => {
+                    let mut src = self.cube(c.sdp.dst).0;
+                    src.mem_type = dla::MemType::Hw.raw().into();
+                    src.address = -1;
+                    src.offset = 0;
+                    let (desc, surf) = self.sdp(&c.sdp, src, j, &mut relocs)?;
+                    enc(dla::OpDesc::Sdp(desc).encode_into(op_slot))?;
+                    enc(dla::SurfaceDesc::Sdp(surf).encode_into(surf_slot))?;
+                }
+                (HwOpKind::Sdp(s), _) => {
+                    let Some(src_id) = s.src else {
+                        return Err(CompileError::Network("SDP without input".into()));
+                    };
+                    let (src, io) = self.cube(src_id);
+                    cube_reloc(&mut relocs, io, j, 0);
+                    let (desc, surf) = self.sdp(s, src, j, &mut relocs)?;
+                    enc(dla::OpDesc::Sdp(desc).encode_into(op_slot))?;
+                    enc(dla::SurfaceDesc::Sdp(surf).encode_into(surf_slot))?;
+                }
+                (HwOpKind::Pdp(x), _) => {
+                    let (src, io) = self.cube(x.src);
+                    cube_reloc(&mut relocs, io, j, 0);
+                    let (dst, io) = self.cube(x.dst);
+                    cube_reloc(&mut relocs, io, j, 32);
+                    let size = |k: u32| (k - 1) as u8;
+                    let desc = dla::PdpOpDesc {
+                        split_num: 1,
+                        pool_mode: if x.max {
+                            dla::PoolMode::Max.raw()
+                        } else {
+                            dla::PoolMode::Avg.raw()
+                        },
+                        pool_width: size(x.kernel[1]),
+                        pool_height: size(x.kernel[0]),
+                        stride_x: x.stride[1] as u8,
+                        stride_y: x.stride[0] as u8,
+                        pad_left: x.pad[1] as u8,
+                        pad_right: x.pad[3] as u8,
+                        pad_top: x.pad[0] as u8,
+                        pad_bottom: x.pad[2] as u8,
+                        precision: prec,
+                        padding_value: [x.pad_value; dla::PDP_PAD_VAL_NUM],
+                        ..Default::default()
+                    };
+                    let surf = dla::PdpSurfaceDesc {
+                        src_data: src,
+                        dst_data: dst,
+                    };
+                    enc(dla::OpDesc::Pdp(desc).encode_into(op_slot))?;
+                    enc(dla::SurfaceDesc::Pdp(surf).encode_into(surf_slot))?;
+                }
+                (HwOpKind::Cdp(x), _) => {
+                    let (src, io) = self.cube(x.src);
+                    cube_reloc(&mut relocs, io, j, 0);
+                    let (dst, io) = self.cube(x.dst);
+                    cube_reloc(&mut relocs, io, j, 32);
+                    let unit = dla::CvtParam {
+                        scale: 1,
+                        ..Default::default()
+                    };
+                    let desc = dla::CdpOpDesc {
+                        in_precision: prec,
+                        out_precision: prec,
+                        lut_index: x.lut as i16,
+                        in_cvt: unit,
+                        out_cvt: unit,
+                        local_size: x.local_size as u8,
+                        bypass_sqsum: 0,
+                        bypass_out_mul: 0,
+                        reserved0: 0,
+                    };
+                    let surf = dla::CdpSurfaceDesc {
+                        src_data: src,
+                        dst_data: dst,
+                    };
+                    enc(dla::OpDesc::Cdp(desc).encode_into(op_slot))?;
+                    enc(dla::SurfaceDesc::Cdp(surf).encode_into(surf_slot))?;
+                }
+                (HwOpKind::Rubik(x), _) => {
+                    let (src, io) = self.cube(x.src);
+                    cube_reloc(&mut relocs, io, j, 0);
+                    let (dst, io) = self.cube(x.dst);
+                    cube_reloc(&mut relocs, io, j, 32);
+                    let desc = dla::RubikOpDesc {
+                        mode: dla::RubikMode::Contract.raw(),
+                        precision: prec,
+                        stride_x: x.stride[1] as u8,
+                        stride_y: x.stride[0] as u8,
+                    };
+                    let surf = dla::RubikSurfaceDesc {
+                        src_data: src,
+                        dst_data: dst,
+                    };
+                    enc(dla::OpDesc::Rubik(desc).encode_into(op_slot))?;
+                    enc(dla::SurfaceDesc::Rubik(surf).encode_into(surf_slot))?;
+                }
+                (HwOpKind::Cpu(_), _) => unreachable!(),
+            }
+        }
+
+        let mut head = [-1i16; dla::OP_NUM];
+        for (j, d) in dops.iter().enumerate().rev() {
+            head[d.ty.index()] = j as i16;
+        }
+        let luts = &p.luts;
+        let net = dla::NetworkDesc {
+            operation_desc_index: 0,
+            surface_desc_index: 0,
+            dependency_graph_index: 0,
+            lut_data_index: -1,
+            roi_array_index: -1,
+            surface_index: -1,
+            stat_list_index: -1,
+            reserved1: 0,
+            op_head: head,
+            num_rois: 1,
+            num_operations: n as u16,
+            num_luts: luts.len() as u16,
+            num_addresses: 0,
+            input_layer: 0,
+            dynamic_roi: 0,
+            reserved0: 0,
+        };
+        let shared = self.shared.entries.len() as i16;
+        // Address list: [network, shared..., deps, ops, surfs, luts?].
+        let net = dla::NetworkDesc {
+            dependency_graph_index: shared + 1,
+            operation_desc_index: shared + 2,
+            surface_desc_index: shared + 3,
+            lut_data_index: if luts.is_empty() { -1 } else { shared + 4 },
+            num_addresses: (shared + if luts.is_empty() { 4 } else { 5 }) as u16,
+            ..net
+        };
+        let mut dep_list = vec![0u8; n * dla::DEPENDENCY_ENTRY_SIZE];
+        for (j, d) in deps.iter().enumerate() {
+            d.encode_into(&mut dep_list[j * dla::DEPENDENCY_ENTRY_SIZE..])
+                .map_err(|e| CompileError::Network(format!("descriptor encoding: {e:?}")))?;
+        }
+        let name = |s: &str| format!("task-{ti}-{s}");
+        let mut blobs: Vec<TaskBlob> = vec![
+            (
+                name("addr0"),
+                SubInterface::ADDR0,
+                Interface::DLA1,
+                DLA1_VERSION,
+                net.to_vec(),
+            ),
+            (
+                name("dep_graph"),
+                SubInterface::DEPS,
+                Interface::DLA1,
+                DLA1_VERSION,
+                dep_list,
+            ),
+            (
+                name("op_list"),
+                SubInterface::OPS,
+                Interface::DLA1,
+                DLA1_VERSION,
+                op_list,
+            ),
+            (
+                name("surf_list"),
+                SubInterface::SURFS,
+                Interface::DLA1,
+                DLA1_VERSION,
+                surf_list,
+            ),
+        ];
+        if !luts.is_empty() {
+            let mut lut_list = vec![0u8; luts.len() * dla::LUT_ENTRY_SIZE];
+            for (k, l) in luts.iter().enumerate() {
+                l.encode_into(&mut lut_list[k * dla::LUT_ENTRY_SIZE..])
+                    .map_err(|e| CompileError::Network(format!("descriptor encoding: {e:?}")))?;
+            }
+            blobs.push((
+                name("lut_list"),
+                SubInterface::LUTS,
+                Interface::DLA1,
+                DLA1_VERSION,
+                lut_list,
+            ));
+        }
+        Ok((blobs, relocs))
+    }
+
+    fn sdp(
+        &self,
+        s: &SdpOp,
+        src: dla::DataCube,
+        j: usize,
+        relocs: &mut Vec<Reloc>,
+    ) -> Result<(dla::SdpOpDesc, dla::SdpSurfaceDesc)> {
+        let prec = self.t.precision.dla().raw();
+        let (dst, io) = self.cube(s.dst);
+        if let Some(a) = io {
+            let base = (j * dla::SURFACE_CONTAINER_SIZE + 128) as u64;
+            relocs.push((a, 3, base + 20, RelocType::LINE));
+            relocs.push((a, 3, base + 24, RelocType::SURFACE));
+        }
+        let mut ops = [dla::SdpOp::default(); 3];
+        let mut cubes = [dla::DataCube::default(); 3];
+        for (k, st) in s.stages.iter().enumerate() {
+            let Some(st) = st else { continue };
+            let (mode, alu, mul) = match st.operand {
+                crate::engine::Operand::PerLayer(_) => {
+                    (dla::SdpOpMode::PerLayer, st.alu_value, st.mul_value)
+                }
+                crate::engine::Operand::PerChannel(b) => {
+                    cubes[k] = self.blob_cube(b, 1, 1, u32::from(dst.channel));
+                    (dla::SdpOpMode::PerKernel, 0, 0)
+                }
+                crate::engine::Operand::PerElement(sid) => {
+                    let (c, io) = self.cube(sid);
+                    cubes[k] = c;
+                    if let Some(a) = io {
+                        let base = (j * dla::SURFACE_CONTAINER_SIZE + 32 * (k + 1)) as u64;
+                        relocs.push((a, 3, base + 20, RelocType::LINE));
+                        relocs.push((a, 3, base + 24, RelocType::SURFACE));
+                    }
+                    (dla::SdpOpMode::PerPoint, 0, 0)
+                }
+            };
+            ops[k] = dla::SdpOp {
+                enable: 1,
+                alu_type: st.alu_type.raw(),
+                op_type: st.op_type.raw(),
+                mode: mode.raw(),
+                act: st.act.raw(),
+                shift_value: 0,
+                truncate: 0,
+                precision: prec,
+                alu_operand: alu,
+                mul_operand: mul,
+                cvt: dla::SdpCvt::default(),
+            };
+        }
+        let desc = dla::SdpOpDesc {
+            src_precision: prec,
+            dst_precision: prec,
+            lut_index: s.lut.map_or(-1, |l| l as i16),
+            out_cvt: dla::CvtParam {
+                scale: 1,
+                ..Default::default()
+            },
+            conv_mode: dla::ConvMode::Direct.raw(),
+            batch_num: 1,
+            reserved0: 0,
+            batch_stride: 0,
+            x1_op: ops[0],
+            x2_op: ops[1],
+            y_op: ops[2],
+        };
+        let surf = dla::SdpSurfaceDesc {
+            src_data: src,
+            x1_data: cubes[0],
+            x2_data: cubes[1],
+            y_data: cubes[2],
+            dst_data: dst,
+        };
+        Ok((desc, surf))
+    }
+
+    fn emu_task(&self, ti: usize, ops: &[usize]) -> Result<(Vec<TaskBlob>, Vec<Reloc>)> {
+        let p = self.p;
+        let n = ops.len();
+        let mut op_list = vec![0u8; n * emu::OPERATION_CONTAINER_SIZE];
+        let mut buf_list = vec![0u8; n * emu::OPERATION_BUFFER_CONTAINER_SIZE];
+        let mut relocs = Vec::new();
+        let format = match self.t.precision {
+            Precision::Fp16 => emu::BufferFormat::Fp16,
+            Precision::Int8 if self.t.atom() == 8 => emu::BufferFormat::Int8Atom8,
+            Precision::Int8 => emu::BufferFormat::Int8,
+        };
+        let buffer = |id: SurfId| -> (emu::BufferDesc, Option<u16>) {
+            let s = p.surface(id);
+            let (address, io) = self.surface_address(id);
+            (
+                emu::BufferDesc {
+                    address_index: address,
+                    address_index_offset: s.offset as u32,
+                    size: s.size,
+                    format: format.raw().into(),
+                    width: s.w as u16,
+                    height: s.h as u16,
+                    channel: s.c as u16,
+                    line_stride: s.line_stride,
+                    surf_stride: s.surf_stride,
+                },
+                io,
+            )
+        };
+        for (k, &i) in ops.iter().enumerate() {
+            let HwOpKind::Cpu(CpuOp::Softmax { src, dst }) = &p.ops[i].kind else {
+                unreachable!("EMU tasks hold CPU operations only")
+            };
+            let (s, sio) = buffer(*src);
+            let (d, dio) = buffer(*dst);
+            for (io, at) in [(sio, 0u64), (dio, 256u64)] {
+                if let Some(a) = io {
+                    let base = (k * emu::OPERATION_BUFFER_CONTAINER_SIZE) as u64 + at;
+                    relocs.push((a, 2, base + 18, RelocType::LINE));
+                    relocs.push((a, 2, base + 22, RelocType::SURFACE));
+                }
+            }
+            let op = emu::OpDesc::Softmax(emu::SoftmaxOpDesc {
+                common: emu::CommonOpDesc {
+                    op_type: emu::OpType::Softmax.raw(),
+                    input_scale_factor: 1.0,
+                    output_scale_factor: 1.0,
+                },
+                axis: 1,
+            });
+            op.encode_into(&mut op_list[k * emu::OPERATION_CONTAINER_SIZE..])
+                .map_err(|e| CompileError::Network(format!("descriptor encoding: {e:?}")))?;
+            emu::OpBufferDescs::Softmax(emu::SoftmaxBufferDescs {
+                src_data: s,
+                dst_data: d,
+            })
+            .encode_into(&mut buf_list[k * emu::OPERATION_BUFFER_CONTAINER_SIZE..])
+            .map_err(|e| CompileError::Network(format!("descriptor encoding: {e:?}")))?;
+        }
+        let shared = self.shared.entries.len() as i16;
+        let net = emu::NetworkDesc {
+            operation_desc_index: shared + 1,
+            operation_buffer_desc_index: shared + 2,
+            num_operations: n as u16,
+        };
+        let name = |s: &str| format!("task-{ti}-{s}");
+        Ok((
+            vec![
+                (
+                    name("addr0"),
+                    SubInterface::ADDR0,
+                    Interface::EMU1,
+                    EMU1_VERSION,
+                    net.to_vec(),
+                ),
+                (
+                    name("op_list"),
+                    SubInterface::OPS,
+                    Interface::EMU1,
+                    EMU1_VERSION,
+                    op_list,
+                ),
+                (
+                    name("op_buf_list"),
+                    SubInterface::SURFS,
+                    Interface::EMU1,
+                    EMU1_VERSION,
+                    buf_list,
+                ),
+            ],
+            relocs,
+        ))
+    }
+}
+
+fn sdp_operands(s: &SdpOp) -> Vec<SurfId> {
+    s.stages
+        .iter()
+        .flatten()
+        .filter_map(|st| match st.operand {
+            crate::engine::Operand::PerElement(id) => Some(id),
+            _ => None,
+        })
+        .collect()
+}

@@ -1,0 +1,384 @@
+//! The engine program: what the lowering produces and the emitter serialises.
+//!
+//! Hardware operations ([`HwOp`]) in execution order, the feature surfaces they read and
+//! write ([`Surface`]), and the constant blobs (weights, operands) they reference. The
+//! memory plan fills in where each surface and blob lives.
+
+use crate::ir::Shape;
+use crate::target::Precision;
+use std::fmt::Write as _;
+
+/// Index of a surface in [`Program::surfaces`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SurfId(pub usize);
+
+/// Index of a constant blob in [`Program::blobs`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct BlobId(pub usize);
+
+/// Where a surface lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SurfKind {
+    /// An intermediate activation in the shared activation pool.
+    Pool,
+    /// Network input number `n` (its own memory, filled by the runtime).
+    Input(usize),
+    /// Network output number `n` (its own memory, read by the runtime).
+    Output(usize),
+    /// A window of another surface: channels `channel_offset..` (concatenation without
+    /// copies) and/or pixels from (`x`, `y`) (a cropped deconvolution result), read and
+    /// written with the parent's strides.
+    View {
+        /// The surface it is part of.
+        parent: SurfId,
+        /// First channel (a multiple of the channels per atom).
+        channel_offset: u32,
+        /// First column.
+        x: u32,
+        /// First line.
+        y: u32,
+    },
+}
+
+/// A feature surface (NCxHWx: atoms of channels, then lines, then surfaces).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Surface {
+    /// Name (the IR tensor it holds).
+    pub name: String,
+    /// Channels, height, width (batch 1).
+    pub c: u32,
+    /// Height.
+    pub h: u32,
+    /// Width.
+    pub w: u32,
+    /// Element precision.
+    pub precision: Precision,
+    /// Where it lives.
+    pub kind: SurfKind,
+    /// Bytes between lines.
+    pub line_stride: u32,
+    /// Bytes between surfaces (groups of channels-per-atom channels).
+    pub surf_stride: u32,
+    /// Bytes in all.
+    pub size: u32,
+    /// Byte offset in its memory (after planning; views: parent offset + their start).
+    pub offset: u64,
+}
+
+impl Surface {
+    /// The shape `1 x c x h x w`.
+    pub fn shape(&self) -> Shape {
+        Shape::new(1, self.c as usize, self.h as usize, self.w as usize)
+    }
+}
+
+/// A constant blob: packed weights or operand data, in device layout.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Blob {
+    /// What it is (for dumps).
+    pub name: String,
+    /// Bytes.
+    pub data: Vec<u8>,
+    /// Offset in the weight memory (after planning).
+    pub offset: u64,
+}
+
+/// A per-layer or stored operand of an SDP stage.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Operand {
+    /// One value for the whole layer (already in the operand's register encoding).
+    PerLayer(i32),
+    /// One value (or ALU/MUL pair) per channel, from a blob.
+    PerChannel(BlobId),
+    /// One value per element, from a surface of the output's shape.
+    PerElement(SurfId),
+}
+
+/// What one SDP stage computes: `act((x alu a) * m)`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SdpStage {
+    /// `SDP_OP_*`: ADD (ALU only), MUL, BOTH.
+    pub op_type: nvdla_loadable::dla::SdpOpType,
+    /// ALU function.
+    pub alu_type: nvdla_loadable::dla::SdpAluType,
+    /// Where the operands come from (both ALU and MUL, interleaved for BOTH).
+    pub operand: Operand,
+    /// Per-layer ALU operand when `operand` is not per layer: unused (0).
+    pub alu_value: i32,
+    /// Per-layer multiplier operand (register encoding) when `operand` is per layer.
+    pub mul_value: i32,
+    /// Activation after the stage.
+    pub act: nvdla_loadable::dla::Activation,
+}
+
+/// An SDP operation (fused behind a convolution or reading memory).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SdpOp {
+    /// Input surface, or `None` when fed by the convolution it is fused with.
+    pub src: Option<SurfId>,
+    /// Output surface.
+    pub dst: SurfId,
+    /// X1 (BS), X2 (BN), Y (EW) stages.
+    pub stages: [Option<SdpStage>; 3],
+    /// Index in [`Program::luts`] of the LUT the Y stage applies, if any.
+    pub lut: Option<usize>,
+}
+
+/// A direct convolution (fully connected layers are convolutions too).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConvOp {
+    /// Input surface.
+    pub src: SurfId,
+    /// Kernel `[h, w]`.
+    pub kernel: [u32; 2],
+    /// Stride `[h, w]`.
+    pub stride: [u32; 2],
+    /// Padding `[top, left, bottom, right]`.
+    pub pad: [u32; 4],
+    /// Dilation `[h, w]`.
+    pub dilation: [u32; 2],
+    /// Kernels (output channels).
+    pub kernels: u32,
+    /// Kernel channels (= input channels).
+    pub channels: u32,
+    /// Output `[h, w]`.
+    pub out: [u32; 2],
+    /// Packed weights.
+    pub weights: BlobId,
+    /// Bytes per kernel.
+    pub bytes_per_kernel: u32,
+    /// CBUF banks for input data.
+    pub data_banks: u32,
+    /// CBUF banks for weights.
+    pub weight_banks: u32,
+    /// Entries per input slice.
+    pub entries_per_slice: u32,
+    /// Reuse the input data already in CBUF (split convolutions).
+    pub data_reuse: bool,
+    /// Keep the input data in CBUF after this operation.
+    pub skip_data_release: bool,
+    /// The SDP operation fed on the fly.
+    pub sdp: SdpOp,
+}
+
+/// Pooling on PDP.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PdpOp {
+    /// Input.
+    pub src: SurfId,
+    /// Output.
+    pub dst: SurfId,
+    /// Max or average.
+    pub max: bool,
+    /// Kernel `[h, w]` (1..=8).
+    pub kernel: [u32; 2],
+    /// Stride `[h, w]`.
+    pub stride: [u32; 2],
+    /// Padding `[top, left, bottom, right]`.
+    pub pad: [u32; 4],
+    /// Padding value (register encoding) for average pooling.
+    pub pad_value: i32,
+}
+
+/// Local response normalisation on CDP.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CdpOp {
+    /// Input.
+    pub src: SurfId,
+    /// Output.
+    pub dst: SurfId,
+    /// Window in channels.
+    pub local_size: u32,
+    /// Index of the LUT in [`Program::luts`].
+    pub lut: usize,
+}
+
+/// RUBIK contract: the phases of a strided deconvolution (computed as one convolution
+/// with `stride_x * stride_y` groups of channels) interleaved into the full output.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RubikOp {
+    /// The phase cube.
+    pub src: SurfId,
+    /// The full deconvolution output.
+    pub dst: SurfId,
+    /// Deconvolution stride `[h, w]`.
+    pub stride: [u32; 2],
+}
+
+/// A CPU (EMU) operation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CpuOp {
+    /// Softmax over channels of a `1 x C x 1 x 1` cube.
+    Softmax {
+        /// Input.
+        src: SurfId,
+        /// Output.
+        dst: SurfId,
+    },
+}
+
+/// The engine that runs an operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Engine {
+    /// Convolution pipeline (with its fused SDP).
+    Conv,
+    /// SDP from memory.
+    Sdp,
+    /// PDP.
+    Pdp,
+    /// CDP.
+    Cdp,
+    /// RUBIK.
+    Rubik,
+    /// The CPU (EMU task).
+    Cpu,
+}
+
+/// One hardware (or CPU) operation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HwOpKind {
+    /// Convolution + SDP.
+    Conv(ConvOp),
+    /// SDP reading memory.
+    Sdp(SdpOp),
+    /// Pooling.
+    Pdp(PdpOp),
+    /// LRN.
+    Cdp(CdpOp),
+    /// Deconvolution reshuffle.
+    Rubik(RubikOp),
+    /// CPU.
+    Cpu(CpuOp),
+}
+
+/// An operation and the source layers it implements.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HwOp {
+    /// Names of the IR nodes folded into it.
+    pub layers: Vec<String>,
+    /// What it does.
+    pub kind: HwOpKind,
+}
+
+impl HwOp {
+    /// The engine it runs on.
+    pub fn engine(&self) -> Engine {
+        match self.kind {
+            HwOpKind::Conv(_) => Engine::Conv,
+            HwOpKind::Sdp(_) => Engine::Sdp,
+            HwOpKind::Pdp(_) => Engine::Pdp,
+            HwOpKind::Cdp(_) => Engine::Cdp,
+            HwOpKind::Rubik(_) => Engine::Rubik,
+            HwOpKind::Cpu(_) => Engine::Cpu,
+        }
+    }
+
+    /// Surfaces read.
+    pub fn reads(&self) -> Vec<SurfId> {
+        let sdp_reads = |s: &SdpOp| {
+            let mut v: Vec<SurfId> = s.src.into_iter().collect();
+            for st in s.stages.iter().flatten() {
+                if let Operand::PerElement(id) = st.operand {
+                    v.push(id);
+                }
+            }
+            v
+        };
+        match &self.kind {
+            HwOpKind::Conv(c) => {
+                let mut v = vec![c.src];
+                v.extend(sdp_reads(&c.sdp));
+                v
+            }
+            HwOpKind::Sdp(s) => sdp_reads(s),
+            HwOpKind::Pdp(p) => vec![p.src],
+            HwOpKind::Cdp(c) => vec![c.src],
+            HwOpKind::Rubik(r) => vec![r.src],
+            HwOpKind::Cpu(CpuOp::Softmax { src, .. }) => vec![*src],
+        }
+    }
+
+    /// Surface written.
+    pub fn writes(&self) -> SurfId {
+        match &self.kind {
+            HwOpKind::Conv(c) => c.sdp.dst,
+            HwOpKind::Sdp(s) => s.dst,
+            HwOpKind::Pdp(p) => p.dst,
+            HwOpKind::Cdp(c) => c.dst,
+            HwOpKind::Rubik(r) => r.dst,
+            HwOpKind::Cpu(CpuOp::Softmax { dst, .. }) => *dst,
+        }
+    }
+}
+
+/// A compiled network before serialisation.
+#[derive(Debug, Clone, Default)]
+pub struct Program {
+    /// Feature surfaces.
+    pub surfaces: Vec<Surface>,
+    /// Constant blobs (weights and operands).
+    pub blobs: Vec<Blob>,
+    /// LUTs for SDP/CDP.
+    pub luts: Vec<nvdla_loadable::dla::LutParam>,
+    /// Operations in execution order.
+    pub ops: Vec<HwOp>,
+    /// Network inputs, in binding order.
+    pub inputs: Vec<SurfId>,
+    /// Network outputs, in binding order.
+    pub outputs: Vec<SurfId>,
+    /// Bytes of the activation pool (after planning).
+    pub pool_size: u64,
+    /// Bytes of the weight memory (after planning).
+    pub weight_size: u64,
+}
+
+impl Program {
+    /// Add a surface; returns its id.
+    pub fn add_surface(&mut self, s: Surface) -> SurfId {
+        self.surfaces.push(s);
+        SurfId(self.surfaces.len() - 1)
+    }
+
+    /// Add a blob; returns its id.
+    pub fn add_blob(&mut self, name: impl Into<String>, data: Vec<u8>) -> BlobId {
+        self.blobs.push(Blob {
+            name: name.into(),
+            data,
+            offset: 0,
+        });
+        BlobId(self.blobs.len() - 1)
+    }
+
+    /// The surface `id`.
+    pub fn surface(&self, id: SurfId) -> &Surface {
+        &self.surfaces[id.0]
+    }
+
+    /// The surface that owns `id`'s memory (itself unless it is a view).
+    pub fn root(&self, mut id: SurfId) -> SurfId {
+        while let SurfKind::View { parent, .. } = self.surfaces[id.0].kind {
+            id = parent;
+        }
+        id
+    }
+
+    /// Operations per engine, for the summary line.
+    pub fn count(&self, e: Engine) -> usize {
+        self.ops.iter().filter(|o| o.engine() == e).count()
+    }
+
+    /// A text listing of the operations (for `--dump-graph`).
+    pub fn dump(&self) -> String {
+        let mut out = String::new();
+        let s = |id: SurfId| {
+            let x = self.surface(id);
+            format!("{}[{}x{}x{}]", x.name, x.c, x.h, x.w)
+        };
+        for (i, op) in self.ops.iter().enumerate() {
+            let _ = write!(out, "{i:3} {:?} ({}): ", op.engine(), op.layers.join("+"));
+            let reads: Vec<String> = op.reads().into_iter().map(s).collect();
+            let _ = writeln!(out, "{} -> {}", reads.join(", "), s(op.writes()));
+        }
+        out
+    }
+}

@@ -1,0 +1,406 @@
+//! The network IR: what every front end produces and every pass reads.
+//!
+//! A [`Graph`] is data, not a class hierarchy: tensors and nodes in `Vec`s, referred to by
+//! index ([`TensorId`], [`NodeId`]). Activations are 4-D NCHW ([`Shape`]); fully connected
+//! outputs are `N x K x 1 x 1`. Weights live in the node's [`Op`] as owned [`Weights`], so
+//! that folding passes (batch-norm into convolution, ...) rewrite one value.
+//!
+//! Nodes are kept in a topological order: a node's inputs are graph inputs or outputs of
+//! earlier nodes. Front ends establish it and passes preserve it ([`Graph::check`]).
+
+use std::fmt;
+
+/// Index of a tensor in [`Graph::tensors`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TensorId(pub usize);
+
+/// Index of a node in [`Graph::nodes`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct NodeId(pub usize);
+
+/// An NCHW activation shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Shape {
+    /// Batch.
+    pub n: usize,
+    /// Channels.
+    pub c: usize,
+    /// Height.
+    pub h: usize,
+    /// Width.
+    pub w: usize,
+}
+
+impl Shape {
+    /// `n x c x h x w`.
+    pub const fn new(n: usize, c: usize, h: usize, w: usize) -> Self {
+        Self { n, c, h, w }
+    }
+    /// Number of elements.
+    pub fn elements(&self) -> usize {
+        self.n * self.c * self.h * self.w
+    }
+    /// Elements of one batch item.
+    pub fn per_item(&self) -> usize {
+        self.c * self.h * self.w
+    }
+}
+
+impl fmt::Display for Shape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}x{}x{}x{}", self.n, self.c, self.h, self.w)
+    }
+}
+
+/// A constant array (weights, biases, statistics), row-major in the order its op documents.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Weights {
+    /// Dimensions, outermost first.
+    pub dims: Vec<usize>,
+    /// `dims.iter().product()` values.
+    pub data: Vec<f32>,
+}
+
+impl Weights {
+    /// A constant of the given dimensions; `None` if `data` has the wrong length.
+    pub fn new(dims: Vec<usize>, data: Vec<f32>) -> Option<Self> {
+        (dims.iter().product::<usize>() == data.len()).then_some(Self { dims, data })
+    }
+    /// A 1-D constant.
+    pub fn vector(data: Vec<f32>) -> Self {
+        Self {
+            dims: vec![data.len()],
+            data,
+        }
+    }
+    /// Number of values.
+    pub fn len(&self) -> usize {
+        self.data.len()
+    }
+    /// Whether there are no values.
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+}
+
+/// Spatial window parameters shared by convolution and pooling: `[height, width]` pairs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Window {
+    /// Kernel `[h, w]`.
+    pub kernel: [usize; 2],
+    /// Stride `[h, w]`.
+    pub stride: [usize; 2],
+    /// Padding `[top, left, bottom, right]`.
+    pub pad: [usize; 4],
+    /// Dilation `[h, w]` (1 = dense).
+    pub dilation: [usize; 2],
+}
+
+/// Convolution (and deconvolution) parameters.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Conv {
+    /// Window.
+    pub window: Window,
+    /// Groups (input and output channels are split into this many independent groups;
+    /// `groups == input channels == output channels` is depthwise).
+    pub groups: usize,
+    /// Output channels.
+    pub out_channels: usize,
+    /// Convolution: `[K, C/groups, kh, kw]`. Deconvolution: `[C, K/groups, kh, kw]`
+    /// (Caffe's and ONNX's ConvTranspose layout).
+    pub weight: Weights,
+    /// `[K]`, if any.
+    pub bias: Option<Weights>,
+}
+
+/// Pooling kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PoolKind {
+    /// Maximum.
+    Max,
+    /// Average.
+    Avg,
+}
+
+/// Pooling parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Pool {
+    /// Max or average.
+    pub kind: PoolKind,
+    /// Window (dilation is always 1). For global pooling the front end sets the kernel to
+    /// the input's spatial size.
+    pub window: Window,
+    /// Output size rounds up (Caffe's default, ONNX `ceil_mode`) instead of down.
+    pub ceil_mode: bool,
+    /// Average pooling divides by the full window including padding (Caffe's behaviour,
+    /// ONNX `count_include_pad`), instead of by the valid elements only.
+    pub count_include_pad: bool,
+}
+
+/// An element-wise activation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Activation {
+    /// `max(x, 0) + slope * min(x, 0)` (ReLU is slope 0).
+    Relu {
+        /// Negative slope.
+        slope: f32,
+    },
+    /// Per-channel negative slope `[C]`.
+    PRelu {
+        /// Slopes.
+        slopes: Weights,
+    },
+    /// `min(max(x, lo), hi)`.
+    Clip {
+        /// Lower bound.
+        lo: f32,
+        /// Upper bound.
+        hi: f32,
+    },
+    /// `1 / (1 + e^-x)`.
+    Sigmoid,
+    /// `tanh(x)`.
+    Tanh,
+}
+
+/// Element-wise combination of several same-shape inputs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EltwiseKind {
+    /// `sum(coeff_i * x_i)`.
+    Sum,
+    /// Product.
+    Prod,
+    /// Maximum.
+    Max,
+}
+
+/// An operation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Op {
+    /// Convolution: one input.
+    Conv(Conv),
+    /// Transposed convolution (Caffe Deconvolution): one input.
+    Deconv(Conv),
+    /// Fully connected (Caffe InnerProduct, ONNX Gemm): input flattened per item,
+    /// `weight [K, C*H*W]`, output `N x K x 1 x 1`.
+    FullyConnected {
+        /// `[K, C*H*W]`.
+        weight: Weights,
+        /// `[K]`, if any.
+        bias: Option<Weights>,
+    },
+    /// Pooling: one input.
+    Pool(Pool),
+    /// Activation: one input.
+    Activation(Activation),
+    /// Per-channel affine `x * scale[c] + bias[c]` (Caffe Scale, folded batch-norm):
+    /// one input; absent scale means 1, absent bias 0. A one-element vector applies to
+    /// every channel.
+    ChannelAffine {
+        /// `[C]` or `[1]`.
+        scale: Option<Weights>,
+        /// `[C]` or `[1]`.
+        bias: Option<Weights>,
+    },
+    /// Batch normalisation with statistics: `(x - mean[c]) / sqrt(var[c] + eps)`.
+    /// (Caffe's moving-average factor is already applied by the front end.)
+    BatchNorm {
+        /// `[C]`.
+        mean: Weights,
+        /// `[C]`.
+        var: Weights,
+        /// Epsilon.
+        eps: f32,
+    },
+    /// `(shift + scale * x) ^ power` element-wise (Caffe Power).
+    Power {
+        /// Exponent.
+        power: f32,
+        /// Multiplier.
+        scale: f32,
+        /// Addend.
+        shift: f32,
+    },
+    /// Element-wise over two or more same-shape inputs.
+    Eltwise {
+        /// Sum, product or maximum.
+        kind: EltwiseKind,
+        /// Per-input coefficients (sum only; empty = all 1).
+        coeffs: Vec<f32>,
+    },
+    /// Concatenation along channels (axis 1) of two or more inputs.
+    Concat,
+    /// Softmax over channels (axis 1) of one input.
+    Softmax,
+    /// Local response normalisation across channels (Caffe LRN ACROSS_CHANNELS):
+    /// `x / (k + alpha / size * sum(x^2 over size channels)) ^ beta`.
+    Lrn {
+        /// Window in channels (odd).
+        size: usize,
+        /// Alpha.
+        alpha: f32,
+        /// Beta.
+        beta: f32,
+        /// k.
+        k: f32,
+    },
+    /// A layout-only reshape to `C*H*W x 1 x 1` per item (Caffe Flatten); data unchanged.
+    Flatten,
+    /// Output equals input (Dropout at inference, Identity, Split).
+    Identity,
+}
+
+impl Op {
+    /// The op's name as the compiler prints it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Op::Conv(_) => "Convolution",
+            Op::Deconv(_) => "Deconvolution",
+            Op::FullyConnected { .. } => "FullyConnected",
+            Op::Pool(_) => "Pooling",
+            Op::Activation(Activation::Relu { .. }) => "ReLU",
+            Op::Activation(Activation::PRelu { .. }) => "PReLU",
+            Op::Activation(Activation::Clip { .. }) => "Clip",
+            Op::Activation(Activation::Sigmoid) => "Sigmoid",
+            Op::Activation(Activation::Tanh) => "TanH",
+            Op::ChannelAffine { .. } => "Scale",
+            Op::BatchNorm { .. } => "BatchNorm",
+            Op::Power { .. } => "Power",
+            Op::Eltwise { .. } => "Eltwise",
+            Op::Concat => "Concat",
+            Op::Softmax => "Softmax",
+            Op::Lrn { .. } => "LRN",
+            Op::Flatten => "Flatten",
+            Op::Identity => "Identity",
+        }
+    }
+}
+
+/// A tensor: an activation flowing between nodes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tensor {
+    /// Name (Caffe blob / ONNX value name).
+    pub name: String,
+    /// Shape, filled by the front end or by shape inference.
+    pub shape: Shape,
+}
+
+/// A node: one operation of the source model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Node {
+    /// Layer / node name of the source model (for errors and dumps).
+    pub name: String,
+    /// Layer type as the source model spells it (`Convolution`, `Conv`, ...).
+    pub source_type: String,
+    /// The operation.
+    pub op: Op,
+    /// Input tensors.
+    pub inputs: Vec<TensorId>,
+    /// Output tensors (one for every op today).
+    pub outputs: Vec<TensorId>,
+}
+
+/// A network.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Graph {
+    /// Model name.
+    pub name: String,
+    /// All tensors.
+    pub tensors: Vec<Tensor>,
+    /// Nodes in topological order.
+    pub nodes: Vec<Node>,
+    /// Network inputs.
+    pub inputs: Vec<TensorId>,
+    /// Network outputs.
+    pub outputs: Vec<TensorId>,
+}
+
+impl Graph {
+    /// Add a tensor; returns its id.
+    pub fn add_tensor(&mut self, name: impl Into<String>, shape: Shape) -> TensorId {
+        self.tensors.push(Tensor {
+            name: name.into(),
+            shape,
+        });
+        TensorId(self.tensors.len() - 1)
+    }
+
+    /// Add a node; returns its id.
+    pub fn add_node(&mut self, node: Node) -> NodeId {
+        self.nodes.push(node);
+        NodeId(self.nodes.len() - 1)
+    }
+
+    /// The tensor `id`.
+    pub fn tensor(&self, id: TensorId) -> &Tensor {
+        &self.tensors[id.0]
+    }
+
+    /// The shape of tensor `id`.
+    pub fn shape(&self, id: TensorId) -> Shape {
+        self.tensors[id.0].shape
+    }
+
+    /// The node that produces `t`, if any.
+    pub fn producer(&self, t: TensorId) -> Option<NodeId> {
+        self.nodes
+            .iter()
+            .position(|n| n.outputs.contains(&t))
+            .map(NodeId)
+    }
+
+    /// The nodes that read `t`.
+    pub fn consumers(&self, t: TensorId) -> Vec<NodeId> {
+        self.nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.inputs.contains(&t))
+            .map(|(i, _)| NodeId(i))
+            .collect()
+    }
+
+    /// Check the structural invariants: ids in range, topological order, every tensor
+    /// produced at most once, outputs produced. Returns a description of the first
+    /// violation.
+    pub fn check(&self) -> Result<(), String> {
+        let mut defined = vec![false; self.tensors.len()];
+        for &t in &self.inputs {
+            let d = defined
+                .get_mut(t.0)
+                .ok_or_else(|| format!("graph input {} out of range", t.0))?;
+            *d = true;
+        }
+        for n in &self.nodes {
+            for &t in &n.inputs {
+                match defined.get(t.0) {
+                    None => return Err(format!("node `{}`: input {} out of range", n.name, t.0)),
+                    Some(false) => {
+                        return Err(format!(
+                            "node `{}`: input `{}` is not produced before it",
+                            n.name, self.tensors[t.0].name
+                        ))
+                    }
+                    Some(true) => {}
+                }
+            }
+            for &t in &n.outputs {
+                match defined.get_mut(t.0) {
+                    None => return Err(format!("node `{}`: output {} out of range", n.name, t.0)),
+                    Some(true) => {
+                        return Err(format!(
+                            "node `{}`: output `{}` is produced twice",
+                            n.name, self.tensors[t.0].name
+                        ))
+                    }
+                    Some(d) => *d = true,
+                }
+            }
+        }
+        for &t in &self.outputs {
+            if !defined.get(t.0).copied().unwrap_or(false) {
+                return Err(format!("graph output {} is never produced", t.0));
+            }
+        }
+        Ok(())
+    }
+}

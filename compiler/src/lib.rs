@@ -1,0 +1,89 @@
+//! The NVDLA compiler: Caffe (and later ONNX) models to loadables.
+//!
+//! The pipeline (`docs/compiler.md`): front end -> [`ir::Graph`] -> graph passes ->
+//! lowering to engine operations for one hardware configuration (from `nvdla-hw`) ->
+//! schedule and memory plan -> emission through `nvdla-loadable`'s builder.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod emit;
+pub mod engine;
+pub mod error;
+pub mod frontend;
+pub mod ir;
+pub mod lower;
+pub mod lut;
+pub mod pack;
+pub mod passes;
+pub mod plan;
+pub mod preprocess;
+pub mod reference;
+pub mod sdp;
+pub mod target;
+
+pub use error::{CompileError, Result};
+
+use std::time::Instant;
+
+/// What one compilation produced, for the summary line and the tests.
+#[derive(Debug)]
+pub struct Compiled {
+    /// The loadable's bytes.
+    pub loadable: Vec<u8>,
+    /// The engine program (planned).
+    pub program: engine::Program,
+    /// The graph after the graph passes.
+    pub graph: ir::Graph,
+    /// Layers of the source model.
+    pub source_layers: usize,
+    /// Tasks in the loadable.
+    pub tasks: usize,
+    /// Sum of the memory-list sizes.
+    pub memory_bytes: u64,
+    /// Compile time in seconds (front end excluded).
+    pub seconds: f64,
+}
+
+/// Compiles a graph (from any front end) for `target`.
+pub fn compile_graph(mut graph: ir::Graph, target: &target::Target) -> Result<Compiled> {
+    let start = Instant::now();
+    let source_layers = graph.nodes.len();
+    graph.check().map_err(CompileError::Network)?;
+    passes::run_all(&mut graph)?;
+    let mut program = lower::lower(&graph, target)?;
+    plan::plan(&mut program);
+    let spec = emit::emit(&program, target)?;
+    let loadable = spec.build();
+    Ok(Compiled {
+        tasks: spec.tasks.len(),
+        memory_bytes: spec.memory.iter().map(|m| m.size).sum(),
+        loadable,
+        program,
+        graph,
+        source_layers,
+        seconds: start.elapsed().as_secs_f64(),
+    })
+}
+
+impl Compiled {
+    /// The one-line summary: layers, operations per engine, tasks, memory, weights, time.
+    pub fn summary(&self) -> String {
+        use engine::Engine::*;
+        let p = &self.program;
+        format!(
+            "{} layers -> {} hardware ops (conv {}, sdp {}, pdp {}, cdp {}, cpu {}), {} tasks, \
+             {} bytes of memory ({} of weights), {:.3} s",
+            self.source_layers,
+            p.ops.len(),
+            p.count(Conv),
+            p.count(Conv) + p.count(Sdp),
+            p.count(Pdp),
+            p.count(Cdp),
+            p.count(Cpu),
+            self.tasks,
+            self.memory_bytes,
+            p.weight_size,
+            self.seconds
+        )
+    }
+}

@@ -1,0 +1,1262 @@
+//! Lowering: the network IR to engine operations for one target.
+//!
+//! Convolutions and fully connected layers become CONV+SDP pairs, and the element-wise
+//! layers that follow them (bias, per-channel affine, ReLU/PReLU, element-wise sums) fold
+//! into the SDP's X1/X2/Y stages; element-wise layers with no convolution to ride on become
+//! SDP operations reading memory; pooling goes to PDP; softmax to the CPU. Concatenation
+//! places its producers into one surface (views), with no copy. Every parameter comes from
+//! the [`Target`]; nothing here tests a configuration by name.
+
+use crate::engine::*;
+use crate::error::{CompileError, Result};
+use crate::ir::{Activation, EltwiseKind, Graph, Node, Op, PoolKind, TensorId};
+use crate::pack;
+use crate::sdp::{Refusal, SdpStages, Stage};
+use crate::target::{Precision, Target};
+use nvdla_loadable::dla::SdpAluType;
+use std::collections::HashMap;
+
+/// Lower `g` for `t`.
+pub fn lower(g: &Graph, t: &Target) -> Result<Program> {
+    let split = split_eltwise(g);
+    let g = &split;
+    let mut l = Lowering {
+        g,
+        t,
+        p: Program::default(),
+        surf: HashMap::new(),
+        views: concat_views(g, t),
+        done: vec![false; g.nodes.len()],
+    };
+    for (i, &input) in g.inputs.iter().enumerate() {
+        let s = l.new_surface(input, SurfKind::Input(i));
+        l.p.inputs.push(s);
+    }
+    for i in 0..g.nodes.len() {
+        if !l.done[i] {
+            l.node(i)?;
+        }
+    }
+    for &o in &g.outputs {
+        let s = *l.surf.get(&o).ok_or_else(|| {
+            CompileError::Network(format!("output `{}` is never computed", g.tensor(o).name))
+        })?;
+        if !matches!(l.p.surface(s).kind, SurfKind::Output(_)) {
+            return Err(CompileError::Network(format!(
+                "output `{}` is also a network input or an alias of another tensor; \
+                 not supported",
+                g.tensor(o).name
+            )));
+        }
+        l.p.outputs.push(s);
+    }
+    Ok(l.p)
+}
+
+struct Lowering<'a> {
+    g: &'a Graph,
+    t: &'a Target,
+    p: Program,
+    /// The surface holding each computed tensor.
+    surf: HashMap<TensorId, SurfId>,
+    /// Tensors that are channel windows of a concatenation's output.
+    views: HashMap<TensorId, (TensorId, u32)>,
+    /// Nodes already lowered (fused into an earlier operation).
+    done: Vec<bool>,
+}
+
+/// Element-wise layers of more than two inputs as chains of two-input ones (the SDP
+/// combines its input with one operand): `sum(c_i x_i) = (c_0 x_0 + c_1 x_1) + c_2 x_2 ...`.
+fn split_eltwise(g: &Graph) -> Graph {
+    let mut out = Graph {
+        name: g.name.clone(),
+        tensors: g.tensors.clone(),
+        nodes: Vec::with_capacity(g.nodes.len()),
+        inputs: g.inputs.clone(),
+        outputs: g.outputs.clone(),
+    };
+    for n in &g.nodes {
+        match &n.op {
+            Op::Eltwise { kind, coeffs } if n.inputs.len() > 2 && n.outputs.len() == 1 => {
+                let coeff = |i: usize| coeffs.get(i).copied().unwrap_or(1.0);
+                let shape = g.shape(n.outputs[0]);
+                let mut acc = n.inputs[0];
+                let last = n.inputs.len() - 1;
+                for i in 1..=last {
+                    let t = if i == last {
+                        n.outputs[0]
+                    } else {
+                        out.add_tensor(format!("{}#{i}", n.name), shape)
+                    };
+                    let c = if *kind == EltwiseKind::Sum {
+                        vec![if i == 1 { coeff(0) } else { 1.0 }, coeff(i)]
+                    } else {
+                        vec![]
+                    };
+                    out.nodes.push(Node {
+                        name: if i == last {
+                            n.name.clone()
+                        } else {
+                            format!("{}#{i}", n.name)
+                        },
+                        source_type: n.source_type.clone(),
+                        op: Op::Eltwise {
+                            kind: *kind,
+                            coeffs: c,
+                        },
+                        inputs: vec![acc, n.inputs[i]],
+                        outputs: vec![t],
+                    });
+                    acc = t;
+                }
+            }
+            _ => out.nodes.push(n.clone()),
+        }
+    }
+    out
+}
+
+/// Which concatenation inputs can be written straight into the concatenation's output:
+/// each input is produced by a node (not a network input), read only by the
+/// concatenation, not a network output, and starts at a channel that begins a memory atom.
+fn concat_views(g: &Graph, t: &Target) -> HashMap<TensorId, (TensorId, u32)> {
+    let mut views = HashMap::new();
+    let cpa = t.channels_per_atom();
+    for n in &g.nodes {
+        if !matches!(n.op, Op::Concat) {
+            continue;
+        }
+        let mut offsets = Vec::new();
+        let mut c = 0u32;
+        let mut ok = true;
+        for &i in &n.inputs {
+            let aligned = c % cpa == 0;
+            let produced = g.producer(i).is_some();
+            let single = g.consumers(i).len() == 1;
+            let output = g.outputs.contains(&i);
+            let repeated = n.inputs.iter().filter(|&&x| x == i).count() > 1;
+            ok &= aligned && produced && single && !output && !repeated;
+            offsets.push((i, c));
+            c += g.shape(i).c as u32;
+        }
+        if ok {
+            for (i, off) in offsets {
+                views.insert(i, (n.outputs[0], off));
+            }
+        }
+    }
+    views
+}
+
+fn layer_err(n: &Node, reason: impl Into<String>) -> CompileError {
+    CompileError::layer(&n.name, &n.source_type, reason)
+}
+
+impl Lowering<'_> {
+    /// Creates the surface for tensor `tid`.
+    fn new_surface(&mut self, tid: TensorId, kind: SurfKind) -> SurfId {
+        let shape = self.g.shape(tid);
+        let (c, h, w) = (shape.c as u32, shape.h as u32, shape.w as u32);
+        let s = self.surface_geometry(&self.g.tensor(tid).name, c, h, w, kind);
+        let id = self.p.add_surface(s);
+        self.surf.insert(tid, id);
+        id
+    }
+
+    fn surface_geometry(&self, name: &str, c: u32, h: u32, w: u32, kind: SurfKind) -> Surface {
+        let atom = self.t.atom();
+        let line_stride = w * atom;
+        let surf_stride = line_stride * h;
+        let size = surf_stride * c.div_ceil(self.t.channels_per_atom());
+        Surface {
+            name: name.to_string(),
+            c,
+            h,
+            w,
+            precision: self.t.precision,
+            kind,
+            line_stride,
+            surf_stride,
+            size,
+            offset: 0,
+        }
+    }
+
+    /// The surface an operation writes tensor `tid` to.
+    fn output_surface(&mut self, tid: TensorId) -> SurfId {
+        if let Some(&s) = self.surf.get(&tid) {
+            return s;
+        }
+        if let Some(i) = self.g.outputs.iter().position(|&o| o == tid) {
+            return self.new_surface(tid, SurfKind::Output(i));
+        }
+        if let Some(&(parent, offset)) = self.views.get(&tid) {
+            let parent_surface = self.output_surface(parent);
+            let ps = self.p.surface(parent_surface).clone();
+            let shape = self.g.shape(tid);
+            let mut s = ps.clone();
+            s.name = self.g.tensor(tid).name.clone();
+            s.c = shape.c as u32;
+            s.kind = SurfKind::View {
+                parent: parent_surface,
+                channel_offset: offset,
+                x: 0,
+                y: 0,
+            };
+            s.size = ps.surf_stride * s.c.div_ceil(self.t.channels_per_atom());
+            let id = self.p.add_surface(s);
+            self.surf.insert(tid, id);
+            return id;
+        }
+        self.new_surface(tid, SurfKind::Pool)
+    }
+
+    /// The surface holding an already computed tensor.
+    fn input(&self, n: &Node, k: usize) -> Result<SurfId> {
+        let tid = *n
+            .inputs
+            .get(k)
+            .ok_or_else(|| layer_err(n, format!("expects at least {} inputs", k + 1)))?;
+        self.surf.get(&tid).copied().ok_or_else(|| {
+            layer_err(
+                n,
+                format!(
+                    "input `{}` is not computed before it",
+                    self.g.tensor(tid).name
+                ),
+            )
+        })
+    }
+
+    fn out_tensor(&self, n: &Node) -> Result<TensorId> {
+        match n.outputs.as_slice() {
+            [t] => Ok(*t),
+            _ => Err(layer_err(n, "expects exactly one output")),
+        }
+    }
+
+    fn node(&mut self, i: usize) -> Result<()> {
+        let g = self.g;
+        let n = &g.nodes[i];
+        self.done[i] = true;
+        match &n.op {
+            Op::Conv(c) => self.conv(i, c),
+            Op::FullyConnected { weight, bias } => self.fully_connected(i, weight, bias.as_ref()),
+            Op::Pool(p) => self.pool(n, p),
+            Op::Softmax => {
+                let src = self.input(n, 0)?;
+                let s = self.p.surface(src);
+                if s.h != 1 || s.w != 1 {
+                    return Err(layer_err(
+                        n,
+                        format!(
+                            "softmax runs on the CPU over a 1x1 cube of channels; this input is \
+                             {}x{}x{}",
+                            s.c, s.h, s.w
+                        ),
+                    ));
+                }
+                let dst = self.output_surface(self.out_tensor(n)?);
+                self.p.ops.push(HwOp {
+                    layers: vec![n.name.clone()],
+                    kind: HwOpKind::Cpu(CpuOp::Softmax { src, dst }),
+                });
+                Ok(())
+            }
+            Op::Flatten | Op::Identity => {
+                let src = self.input(n, 0)?;
+                let out = self.out_tensor(n)?;
+                if matches!(n.op, Op::Flatten) {
+                    let s = self.p.surface(src);
+                    let feeds_fc = g.consumers(out).iter().all(|&c| {
+                        matches!(g.nodes[c.0].op, Op::FullyConnected { .. } | Op::Softmax)
+                    });
+                    if !(feeds_fc || s.h == 1 && s.w == 1) {
+                        return Err(layer_err(
+                            n,
+                            "flattening a spatial cube is only supported in front of a fully \
+                             connected layer",
+                        ));
+                    }
+                }
+                if g.outputs.contains(&out) {
+                    return Err(layer_err(n, "a network output cannot be an alias"));
+                }
+                self.surf.insert(out, src);
+                Ok(())
+            }
+            Op::Concat => {
+                let out = self.out_tensor(n)?;
+                let all_views = n
+                    .inputs
+                    .iter()
+                    .all(|t| self.views.get(t).map(|v| v.0) == Some(out));
+                if !all_views {
+                    return Err(layer_err(
+                        n,
+                        format!(
+                            "inputs must start at multiples of {} channels and feed only this \
+                             concatenation (copies are not implemented)",
+                            self.t.channels_per_atom()
+                        ),
+                    ));
+                }
+                // The producers already wrote their windows of the output surface.
+                self.output_surface(out);
+                Ok(())
+            }
+            Op::ChannelAffine { .. }
+            | Op::BatchNorm { .. }
+            | Op::Activation(_)
+            | Op::Power { .. }
+            | Op::Eltwise { .. } => self.standalone_sdp(i),
+            Op::Deconv(c) => self.deconv(i, c),
+            Op::Lrn {
+                size,
+                alpha,
+                beta,
+                k,
+            } => {
+                if !self.t.hw.features.cdp {
+                    return Err(layer_err(n, format!("{} has no CDP", self.t.hw.name)));
+                }
+                if ![3, 5, 7, 9].contains(size) {
+                    return Err(layer_err(
+                        n,
+                        format!("local_size {size}: CDP normalises over 3, 5, 7 or 9 channels"),
+                    ));
+                }
+                if self.t.precision != Precision::Fp16 {
+                    return Err(layer_err(n, "LRN is implemented for fp16 only"));
+                }
+                let src = self.input(n, 0)?;
+                let dst = self.output_surface(self.out_tensor(n)?);
+                self.p
+                    .luts
+                    .push(crate::lut::lrn(*size as u32, *alpha, *beta, *k));
+                let lut = self.p.luts.len() - 1;
+                self.p.ops.push(HwOp {
+                    layers: vec![n.name.clone()],
+                    kind: HwOpKind::Cdp(CdpOp {
+                        src,
+                        dst,
+                        local_size: *size as u32,
+                        lut,
+                    }),
+                });
+                Ok(())
+            }
+        }
+    }
+
+    /// A convolution: weights expanded for groups (block-diagonal), then CONV+SDP.
+    fn conv(&mut self, i: usize, c: &crate::ir::Conv) -> Result<()> {
+        let n = &self.g.nodes[i];
+        let src = self.input(n, 0)?;
+        let s = self.p.surface(src).clone();
+        let [kh, kw] = c.window.kernel;
+        let groups = c.groups.max(1);
+        let cin = s.c as usize;
+        let k = c.out_channels;
+        if cin % groups != 0 || k % groups != 0 {
+            return Err(layer_err(
+                n,
+                format!("{groups} groups do not divide {cin} input / {k} output channels"),
+            ));
+        }
+        let cpg = cin / groups;
+        let kpg = k / groups;
+        if c.weight.len() != k * cpg * kh * kw {
+            return Err(layer_err(
+                n,
+                format!(
+                    "weights hold {} values, {k}x{cpg}x{kh}x{kw} expected",
+                    c.weight.len()
+                ),
+            ));
+        }
+        // Dense weights [k][cin][kh][kw], zero outside each kernel's group.
+        let dense = if groups == 1 {
+            c.weight.data.clone()
+        } else {
+            let mut d = vec![0.0f32; k * cin * kh * kw];
+            for ko in 0..k {
+                let gi = ko / kpg;
+                for ci in 0..cpg {
+                    for p in 0..kh * kw {
+                        d[(ko * cin + gi * cpg + ci) * kh * kw + p] =
+                            c.weight.data[(ko * cpg + ci) * kh * kw + p];
+                    }
+                }
+            }
+            d
+        };
+        let w = c.window;
+        let out_t = self.out_tensor(n)?;
+        let out_shape = self.g.shape(out_t);
+        self.emit_conv(
+            i,
+            ConvSpec {
+                src,
+                kernel: [kh as u32, kw as u32],
+                stride: [w.stride[0] as u32, w.stride[1] as u32],
+                pad: w.pad.map(|v| v as u32),
+                dilation: [w.dilation[0] as u32, w.dilation[1] as u32],
+                kernels: k as u32,
+                out: [out_shape.h as u32, out_shape.w as u32],
+                weights: dense,
+                bias: c.bias.as_ref().map(|b| b.data.clone()),
+                dst: None,
+            },
+        )
+    }
+
+    /// A deconvolution (transposed convolution). Stride 1: a convolution with the kernel
+    /// flipped and the padding complemented. Stride s > 1 (dilation 1): one convolution
+    /// computing the `sy * sx` output phases as channel groups (phase `(ry, rx)` at
+    /// `(q*sy + ry, p*sx + rx)` sums `in[q - m] * w[ry + m*sy]`), RUBIK contract to
+    /// interleave them, and a window of the result for the padding's crop.
+    fn deconv(&mut self, i: usize, c: &crate::ir::Conv) -> Result<()> {
+        let n = &self.g.nodes[i];
+        let t = *self.t;
+        let src = self.input(n, 0)?;
+        let s = self.p.surface(src).clone();
+        let out_t = self.out_tensor(n)?;
+        let out = self.g.shape(out_t);
+        let [kh, kw] = c.window.kernel;
+        let [sy, sx] = c.window.stride;
+        let [dy, dx] = c.window.dilation.map(|d| d.max(1));
+        let [pt, pl, pb, pr] = c.window.pad;
+        let groups = c.groups.max(1);
+        let cin = s.c as usize;
+        let k = c.out_channels;
+        if cin % groups != 0 || k % groups != 0 || kh == 0 || kw == 0 {
+            return Err(layer_err(
+                n,
+                format!("{groups} groups do not divide {cin} input / {k} output channels"),
+            ));
+        }
+        let (cpg, kpg) = (cin / groups, k / groups);
+        if c.weight.len() != cin * kpg * kh * kw {
+            return Err(layer_err(
+                n,
+                format!(
+                    "weights hold {} values, {cin}x{kpg}x{kh}x{kw} expected",
+                    c.weight.len()
+                ),
+            ));
+        }
+        // w[ci][ko][y][x] of the deconvolution, 0 across groups.
+        let wt = |ko: usize, ci: usize, y: usize, x: usize| -> f32 {
+            if ci / cpg != ko / kpg {
+                return 0.0;
+            }
+            c.weight.data[((ci * kpg + ko % kpg) * kh + y) * kw + x]
+        };
+        if sy == 1 && sx == 1 {
+            let full = |k: usize, d: usize| d * (k - 1);
+            let pads = [
+                full(kh, dy).checked_sub(pt),
+                full(kw, dx).checked_sub(pl),
+                full(kh, dy).checked_sub(pb),
+                full(kw, dx).checked_sub(pr),
+            ];
+            let Some(pad) = pads.into_iter().collect::<Option<Vec<usize>>>() else {
+                return Err(layer_err(n, "padding larger than the dilated kernel"));
+            };
+            let mut dense = vec![0.0f32; k * cin * kh * kw];
+            for ko in 0..k {
+                for ci in 0..cin {
+                    for y in 0..kh {
+                        for x in 0..kw {
+                            dense[((ko * cin + ci) * kh + y) * kw + x] =
+                                wt(ko, ci, kh - 1 - y, kw - 1 - x);
+                        }
+                    }
+                }
+            }
+            return self.emit_conv(
+                i,
+                ConvSpec {
+                    src,
+                    kernel: [kh as u32, kw as u32],
+                    stride: [1, 1],
+                    pad: [pad[0] as u32, pad[1] as u32, pad[2] as u32, pad[3] as u32],
+                    dilation: [dy as u32, dx as u32],
+                    kernels: k as u32,
+                    out: [out.h as u32, out.w as u32],
+                    weights: dense,
+                    bias: c.bias.as_ref().map(|b| b.data.clone()),
+                    dst: None,
+                },
+            );
+        }
+        if !t.hw.features.rubik {
+            return Err(layer_err(
+                n,
+                format!(
+                    "deconvolution with stride {sy}x{sx} needs RUBIK, which {} does not have",
+                    t.hw.name
+                ),
+            ));
+        }
+        if dy != 1 || dx != 1 {
+            return Err(layer_err(
+                n,
+                "strided deconvolution with dilation is not supported",
+            ));
+        }
+        let (my, mx) = (kh.div_ceil(sy), kw.div_ceil(sx));
+        let cpa = t.channels_per_atom() as usize;
+        let kpad = k.next_multiple_of(cpa);
+        let phases = sy * sx;
+        let kk = phases * kpad;
+        let (hp, wp) = (s.h as usize + my - 1, s.w as usize + mx - 1);
+        let (full_h, full_w) = (hp * sy, wp * sx);
+        if out.h + pt > full_h || out.w + pl > full_w {
+            return Err(layer_err(
+                n,
+                format!(
+                    "output {}x{} does not fit the deconvolution's {full_h}x{full_w}",
+                    out.h, out.w
+                ),
+            ));
+        }
+        let mut weights = vec![0.0f32; kk * cin * my * mx];
+        let mut bias = vec![0.0f32; kk];
+        for ry in 0..sy {
+            for rx in 0..sx {
+                let ph = ry * sx + rx;
+                for ko in 0..k {
+                    bias[ph * kpad + ko] = c.bias.as_ref().map_or(0.0, |b| b.data[ko]);
+                    for ci in 0..cin {
+                        for jy in 0..my {
+                            for jx in 0..mx {
+                                let y = ry + (my - 1 - jy) * sy;
+                                let x = rx + (mx - 1 - jx) * sx;
+                                if y < kh && x < kw {
+                                    weights[(((ph * kpad + ko) * cin + ci) * my + jy) * mx + jx] =
+                                        wt(ko, ci, y, x);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let name = &n.name;
+        let phase_s = self.surface_geometry(
+            &format!("{name}#phases"),
+            kk as u32,
+            hp as u32,
+            wp as u32,
+            SurfKind::Pool,
+        );
+        let phase_id = self.p.add_surface(phase_s);
+        self.emit_conv(
+            i,
+            ConvSpec {
+                src,
+                kernel: [my as u32, mx as u32],
+                stride: [1, 1],
+                pad: [
+                    (my - 1) as u32,
+                    (mx - 1) as u32,
+                    (my - 1) as u32,
+                    (mx - 1) as u32,
+                ],
+                dilation: [1, 1],
+                kernels: kk as u32,
+                out: [hp as u32, wp as u32],
+                weights,
+                bias: c.bias.is_some().then_some(bias),
+                dst: Some(phase_id),
+            },
+        )?;
+        let full_s = self.surface_geometry(
+            &format!("{name}#full"),
+            k as u32,
+            full_h as u32,
+            full_w as u32,
+            SurfKind::Pool,
+        );
+        let full_id = self.p.add_surface(full_s);
+        self.p.ops.push(HwOp {
+            layers: vec![n.name.clone()],
+            kind: HwOpKind::Rubik(RubikOp {
+                src: phase_id,
+                dst: full_id,
+                stride: [sy as u32, sx as u32],
+            }),
+        });
+        // The output: a window of the full result at the padding's offset.
+        let mut view = self.p.surface(full_id).clone();
+        view.name = self.g.tensor(out_t).name.clone();
+        view.h = out.h as u32;
+        view.w = out.w as u32;
+        // The bytes the window spans from its first atom.
+        view.size = (k as u32).div_ceil(t.channels_per_atom()).saturating_sub(1) * view.surf_stride
+            + (view.h - 1) * view.line_stride
+            + view.w * t.atom();
+        view.kind = SurfKind::View {
+            parent: full_id,
+            channel_offset: 0,
+            x: pl as u32,
+            y: pt as u32,
+        };
+        let needs_copy = self.g.outputs.contains(&out_t) || self.views.contains_key(&out_t);
+        let view_id = self.p.add_surface(view);
+        if !needs_copy {
+            self.surf.insert(out_t, view_id);
+            return Ok(());
+        }
+        let dst = self.output_surface(out_t);
+        let mut sdp = SdpStages::default();
+        sdp.push(&t, Stage::Pass).map_err(|e| layer_err(n, e))?;
+        let stages = sdp.encode(&mut self.p, &t, &n.name)?;
+        self.p.ops.push(HwOp {
+            layers: vec![format!("{name}#crop")],
+            kind: HwOpKind::Sdp(SdpOp {
+                src: Some(view_id),
+                dst,
+                stages,
+                lut: None,
+            }),
+        });
+        Ok(())
+    }
+
+    /// A fully connected layer: a convolution whose kernel covers the whole input cube.
+    fn fully_connected(
+        &mut self,
+        i: usize,
+        weight: &crate::ir::Weights,
+        bias: Option<&crate::ir::Weights>,
+    ) -> Result<()> {
+        let n = &self.g.nodes[i];
+        let src = self.input(n, 0)?;
+        let s = self.p.surface(src).clone();
+        let per_kernel = (s.c * s.h * s.w) as usize;
+        if per_kernel == 0 || weight.len() % per_kernel != 0 {
+            return Err(layer_err(
+                n,
+                format!(
+                    "{} weights do not divide into kernels of the {}x{}x{} input",
+                    weight.len(),
+                    s.c,
+                    s.h,
+                    s.w
+                ),
+            ));
+        }
+        let k = weight.len() / per_kernel;
+        self.emit_conv(
+            i,
+            ConvSpec {
+                src,
+                kernel: [s.h, s.w],
+                stride: [1, 1],
+                pad: [0; 4],
+                dilation: [1, 1],
+                kernels: k as u32,
+                out: [1, 1],
+                weights: weight.data.clone(),
+                bias: bias.map(|b| b.data.clone()),
+                dst: None,
+            },
+        )
+    }
+
+    fn emit_conv(&mut self, i: usize, spec: ConvSpec) -> Result<()> {
+        let n = &self.g.nodes[i];
+        let t = *self.t;
+        let s = self.p.surface(spec.src).clone();
+        let [kh, kw] = spec.kernel;
+        if kh > 32 || kw > 32 {
+            return Err(layer_err(
+                n,
+                format!("kernel {kh}x{kw} exceeds the 32x32 the convolution core takes"),
+            ));
+        }
+        if spec.pad.iter().any(|&p| p > 31) {
+            return Err(layer_err(
+                n,
+                "padding above 31 is not supported by the hardware",
+            ));
+        }
+        if spec.stride.iter().any(|&v| v == 0 || v > 8) {
+            return Err(layer_err(n, "stride must be 1..=8"));
+        }
+        if spec.dilation.iter().any(|&v| v == 0 || v > 32) {
+            return Err(layer_err(n, "dilation must be 1..=32"));
+        }
+        let bpk = kh * kw * s.c * t.bpe();
+        let packed = pack::conv_weights(
+            &t,
+            &spec.weights,
+            spec.kernels as usize,
+            s.c as usize,
+            kh as usize,
+            kw as usize,
+        );
+        let eps = t.entries_per_slice(s.w, s.c);
+        let banks = t.hw.cbuf_banks;
+        let total_w = t.banks_for_weights(spec.kernels, bpk);
+        let min_w = t.min_banks_for_weights(bpk);
+        let data_banks_for = |rows: u32| (eps * rows).div_ceil(t.cbuf_entries_per_bank());
+        // Output rows per operation: all, or as many as fit beside one kernel group.
+        let rows_in = |o0: u32, o1: u32| -> (u32, u32, u32, u32) {
+            // Input rows [top, bottom] of output rows [o0, o1), clamped, and the padding
+            // left at each end.
+            let first = i64::from(o0) * i64::from(spec.stride[0]) - i64::from(spec.pad[0]);
+            let last = i64::from(o1 - 1) * i64::from(spec.stride[0]) - i64::from(spec.pad[0])
+                + i64::from(spec.dilation[0] * (kh - 1));
+            let top = first.max(0);
+            let bottom = last.min(i64::from(s.h) - 1);
+            (
+                top as u32,
+                (bottom - top + 1).max(1) as u32,
+                (-first).max(0) as u32,
+                (last - (i64::from(s.h) - 1)).max(0) as u32,
+            )
+        };
+        let out_h = spec.out[0];
+        // The most input rows a chunk of r output rows reads (one clear of both edges).
+        let span = |r: u32| (r - 1) * spec.stride[0] + spec.dilation[0] * (kh - 1) + 1;
+        let fits = |r: u32| data_banks_for(span(r).min(s.h)) + min_w <= banks;
+        let chunk = if data_banks_for(s.h) + min_w <= banks {
+            out_h
+        } else {
+            let mut r = out_h;
+            while r > 1 && !fits(r) {
+                r -= 1;
+            }
+            if !fits(r) {
+                return Err(layer_err(
+                    n,
+                    format!(
+                        "one output row of this convolution needs more CBUF than {} has \
+                         ({} banks for {} input rows of {}x{} and {min_w} for weights)",
+                        t.hw.name,
+                        data_banks_for(span(1)),
+                        span(1),
+                        s.w,
+                        s.c
+                    ),
+                ));
+            }
+            r
+        };
+        let weights = self.p.add_blob(format!("{}-weights", n.name), packed);
+        let mut layers = vec![n.name.clone()];
+
+        // The SDP: bias in X1, then whatever element-wise layers follow.
+        let mut sdp = SdpStages::default();
+        if let Some(b) = &spec.bias {
+            if b.len() != spec.kernels as usize {
+                return Err(layer_err(
+                    n,
+                    format!("{} bias values for {} kernels", b.len(), spec.kernels),
+                ));
+            }
+            if b.iter().any(|&v| v != 0.0) {
+                sdp.push(
+                    &t,
+                    Stage::Affine {
+                        scale: None,
+                        bias: Some(b.clone()),
+                    },
+                )
+                .map_err(|e| layer_err(n, e))?;
+            }
+        }
+        let dst = match spec.dst {
+            Some(d) => d,
+            None => {
+                let out_t = self.out_tensor(n)?;
+                let (last, fused) = self.fuse_elementwise(out_t, &mut sdp)?;
+                layers.extend(fused);
+                self.output_surface(last)
+            }
+        };
+        let ds = self.p.surface(dst);
+        if ds.c != spec.kernels || ds.h != spec.out[0] || ds.w != spec.out[1] {
+            return Err(layer_err(
+                n,
+                format!(
+                    "output {}x{}x{} differs from the convolution's {}x{}x{}",
+                    ds.c, ds.h, ds.w, spec.kernels, spec.out[0], spec.out[1]
+                ),
+            ));
+        }
+        let stages = sdp.encode(&mut self.p, &t, &n.name)?;
+        let lut = sdp.lut();
+        let mut o0 = 0;
+        while o0 < out_h {
+            let o1 = (o0 + chunk).min(out_h);
+            let whole = o0 == 0 && o1 == out_h;
+            let (top, rows, pad_top, pad_bottom) = rows_in(o0, o1);
+            // Chunks read a window of the input and write a window of the output, with
+            // their element-wise operands windowed alike.
+            let window = |p: &mut Program, id: SurfId, y: u32, h: u32| -> SurfId {
+                if whole {
+                    return id;
+                }
+                let mut v = p.surface(id).clone();
+                v.name = format!("{}@{y}", v.name);
+                v.kind = SurfKind::View {
+                    parent: id,
+                    channel_offset: 0,
+                    x: 0,
+                    y,
+                };
+                v.size = v.c.div_ceil(t.channels_per_atom()).saturating_sub(1) * v.surf_stride
+                    + (h - 1) * v.line_stride
+                    + v.w * t.atom();
+                v.h = h;
+                p.add_surface(v)
+            };
+            let src = window(&mut self.p, spec.src, top, rows);
+            let out = window(&mut self.p, dst, o0, o1 - o0);
+            let mut chunk_stages = stages;
+            for st in chunk_stages.iter_mut().flatten() {
+                if let Operand::PerElement(id) = st.operand {
+                    st.operand = Operand::PerElement(window(&mut self.p, id, o0, o1 - o0));
+                }
+            }
+            let data_banks = data_banks_for(rows);
+            // Upstream's order of preference: all weights resident; else two kernel
+            // groups (ping-pong); else one.
+            let weight_banks = if data_banks + total_w <= banks {
+                total_w
+            } else if data_banks + 2 * min_w <= banks {
+                2 * min_w
+            } else {
+                min_w
+            };
+            self.p.ops.push(HwOp {
+                layers: if whole {
+                    layers.clone()
+                } else {
+                    layers.iter().map(|l| format!("{l}@{o0}")).collect()
+                },
+                kind: HwOpKind::Conv(ConvOp {
+                    src,
+                    kernel: spec.kernel,
+                    stride: spec.stride,
+                    pad: [pad_top, spec.pad[1], pad_bottom, spec.pad[3]],
+                    dilation: spec.dilation,
+                    kernels: spec.kernels,
+                    channels: s.c,
+                    out: [o1 - o0, spec.out[1]],
+                    weights,
+                    bytes_per_kernel: bpk,
+                    data_banks,
+                    weight_banks,
+                    entries_per_slice: eps,
+                    data_reuse: false,
+                    skip_data_release: false,
+                    sdp: SdpOp {
+                        src: None,
+                        dst: out,
+                        stages: chunk_stages,
+                        lut,
+                    },
+                }),
+            });
+            o0 = o1;
+        }
+        Ok(())
+    }
+
+    /// Folds the element-wise layers that follow tensor `t` into `sdp` while they can be:
+    /// `t` feeds only that layer, is not a network output, and the layer's other inputs
+    /// are already computed. Returns the last tensor computed and the layers fused.
+    fn fuse_elementwise(
+        &mut self,
+        mut t: TensorId,
+        sdp: &mut SdpStages,
+    ) -> Result<(TensorId, Vec<String>)> {
+        let g = self.g;
+        let mut fused = Vec::new();
+        loop {
+            if g.outputs.contains(&t) || self.views.contains_key(&t) {
+                break;
+            }
+            let consumers = g.consumers(t);
+            let [next] = consumers.as_slice() else { break };
+            let j = next.0;
+            if self.done[j] {
+                break;
+            }
+            let n = &g.nodes[j];
+            let Ok(out) = self.out_tensor(n) else { break };
+            match self.elementwise_stages(n, t, sdp)? {
+                Ok(()) => {
+                    self.done[j] = true;
+                    fused.push(n.name.clone());
+                    t = out;
+                }
+                Err(_) => break,
+            }
+        }
+        Ok((t, fused))
+    }
+
+    /// Adds the SDP stages for element-wise node `n` whose main input is `main`. The
+    /// inner `Err` says why the SDP cannot take it here (stages full, operand not computed
+    /// yet, not element-wise); `sdp` is then unchanged.
+    fn elementwise_stages(
+        &mut self,
+        n: &Node,
+        main: TensorId,
+        sdp: &mut SdpStages,
+    ) -> Result<std::result::Result<(), Refusal>> {
+        let t = *self.t;
+        let c = self.g.shape(main).c;
+        let snapshot = sdp.clone();
+        let r = match &n.op {
+            Op::Activation(Activation::Relu { slope }) if *slope == 0.0 => sdp.relu(&t),
+            Op::Activation(Activation::Relu { slope }) => {
+                sdp.push(&t, Stage::PRelu(vec![*slope; c]))
+            }
+            Op::Activation(Activation::PRelu { slopes }) => {
+                sdp.push(&t, Stage::PRelu(broadcast(&slopes.data, c, n)?))
+            }
+            Op::Activation(Activation::Clip { .. }) => {
+                Err("Clip is not implemented on the SDP yet".to_string())
+            }
+            Op::Activation(a @ (Activation::Sigmoid | Activation::Tanh)) => {
+                if !t.hw.features.sdp_lut {
+                    return Err(layer_err(
+                        n,
+                        format!("{} has no SDP lookup table for {}", t.hw.name, n.op.name()),
+                    ));
+                }
+                if sdp.has_lut() {
+                    Err("one LUT per SDP operation".to_string())
+                } else {
+                    let lut = self.p.luts.len();
+                    let r = sdp.push(&t, Stage::Lut(lut));
+                    if r.is_ok() {
+                        self.p.luts.push(match a {
+                            Activation::Sigmoid => crate::lut::sigmoid(),
+                            _ => crate::lut::tanh(),
+                        });
+                    }
+                    r
+                }
+            }
+            Op::ChannelAffine { scale, bias } => {
+                let scale = scale
+                    .as_ref()
+                    .map(|s| broadcast(&s.data, c, n))
+                    .transpose()?;
+                let bias = bias
+                    .as_ref()
+                    .map(|b| broadcast(&b.data, c, n))
+                    .transpose()?;
+                sdp.push(&t, Stage::Affine { scale, bias })
+            }
+            Op::BatchNorm { mean, var, eps } => {
+                let m = broadcast(&mean.data, c, n)?;
+                let v = broadcast(&var.data, c, n)?;
+                let scale: Vec<f32> = v.iter().map(|v| 1.0 / (v + eps).sqrt()).collect();
+                let bias: Vec<f32> = m.iter().zip(&scale).map(|(m, s)| -m * s).collect();
+                sdp.push(
+                    &t,
+                    Stage::Affine {
+                        scale: Some(scale),
+                        bias: Some(bias),
+                    },
+                )
+            }
+            Op::Power {
+                power,
+                scale,
+                shift,
+            } if *power == 1.0 => sdp.push(
+                &t,
+                Stage::Affine {
+                    scale: Some(vec![*scale; c]),
+                    bias: Some(vec![*shift; c]),
+                },
+            ),
+            Op::Eltwise { kind, coeffs } if n.inputs.len() == 2 => {
+                let main_first = n.inputs[0] == main;
+                let other_t = if main_first { n.inputs[1] } else { n.inputs[0] };
+                match self.surf.get(&other_t) {
+                    _ if other_t == main => Err("an operand twice".to_string()),
+                    None => Err("its other operand is not computed yet".to_string()),
+                    Some(&other) => {
+                        let (alu, mul) = match kind {
+                            EltwiseKind::Sum => (SdpAluType::Sum, false),
+                            EltwiseKind::Max => (SdpAluType::Max, false),
+                            EltwiseKind::Prod => (SdpAluType::Sum, true),
+                        };
+                        let coeff = |i: usize| coeffs.get(i).copied().unwrap_or(1.0);
+                        let (cm, co) = if main_first {
+                            (coeff(0), coeff(1))
+                        } else {
+                            (coeff(1), coeff(0))
+                        };
+                        let elt = Stage::Eltwise { alu, mul, other };
+                        if *kind != EltwiseKind::Sum || (cm == 1.0 && co == 1.0) {
+                            sdp.push(&t, elt)
+                        } else if co == 0.0 {
+                            sdp.push(
+                                &t,
+                                Stage::Affine {
+                                    scale: Some(vec![cm; c]),
+                                    bias: None,
+                                },
+                            )
+                        } else {
+                            // c_m x_m + c_o x_o = c_o (x_m c_m / c_o + x_o).
+                            sdp.push(
+                                &t,
+                                Stage::Affine {
+                                    scale: Some(vec![cm / co; c]),
+                                    bias: None,
+                                },
+                            )
+                            .and_then(|()| sdp.push(&t, elt))
+                            .and_then(|()| {
+                                sdp.push(
+                                    &t,
+                                    Stage::Affine {
+                                        scale: Some(vec![co; c]),
+                                        bias: None,
+                                    },
+                                )
+                            })
+                        }
+                    }
+                }
+            }
+            _ => Err(format!("{} is not an SDP operation", n.op.name())),
+        };
+        if r.is_err() {
+            *sdp = snapshot;
+        }
+        Ok(r)
+    }
+
+    /// Element-wise layers with no convolution before them: SDP reading memory.
+    fn standalone_sdp(&mut self, i: usize) -> Result<()> {
+        let n = &self.g.nodes[i];
+        let t = *self.t;
+        let src = self.input(n, 0)?;
+        let main = n.inputs[0];
+        let mut sdp = SdpStages::default();
+        let mut layers = vec![n.name.clone()];
+        if let Err(why) = self.elementwise_stages(n, main, &mut sdp)? {
+            return Err(layer_err(n, why));
+        }
+        let out = self.out_tensor(n)?;
+        if sdp.is_empty() {
+            // An identity (e.g. scale 1): alias instead of copying.
+            if !self.g.outputs.contains(&out) && !self.views.contains_key(&out) {
+                self.surf.insert(out, src);
+                return Ok(());
+            }
+            sdp.push(&t, Stage::Pass).map_err(|e| layer_err(n, e))?;
+        }
+        let (last, fused) = self.fuse_elementwise(out, &mut sdp)?;
+        layers.extend(fused);
+        let dst = self.output_surface(last);
+        let stages = sdp.encode(&mut self.p, &t, &n.name)?;
+        self.p.ops.push(HwOp {
+            layers,
+            kind: HwOpKind::Sdp(SdpOp {
+                src: Some(src),
+                dst,
+                stages,
+                lut: sdp.lut(),
+            }),
+        });
+        Ok(())
+    }
+
+    /// Global pooling over more than 8x8 pixels, in two PDP passes: windows of `a x a`
+    /// (stride `a`) over the input padded to a multiple of `a`, then one window over the
+    /// result. Max pooling ignores the padding; average pooling counts it as zeros, so an
+    /// SDP then scales by `padded area / area`.
+    fn global_pool(
+        &mut self,
+        n: &Node,
+        kind: PoolKind,
+        src: SurfId,
+        out_t: TensorId,
+    ) -> Result<()> {
+        let t = *self.t;
+        let s = self.p.surface(src).clone();
+        // Smallest first window a (<= 8) such that ceil(size / a) <= 8 and the padding
+        // a*ceil(size/a) - size <= 7.
+        let split = |size: u32| -> Option<(u32, u32)> {
+            (1..=8).find_map(|a| {
+                let m = size.div_ceil(a);
+                (m <= 8 && a * m - size <= 7).then_some((a, m))
+            })
+        };
+        let (Some((ah, mh)), Some((aw, mw))) = (split(s.h), split(s.w)) else {
+            return Err(layer_err(
+                n,
+                format!(
+                    "global pooling over {}x{} is beyond two PDP passes",
+                    s.h, s.w
+                ),
+            ));
+        };
+        let max = kind == PoolKind::Max;
+        let mid =
+            self.surface_geometry(&format!("{}#partial", n.name), s.c, mh, mw, SurfKind::Pool);
+        let mid = self.p.add_surface(mid);
+        self.p.ops.push(HwOp {
+            layers: vec![format!("{}#1", n.name)],
+            kind: HwOpKind::Pdp(PdpOp {
+                src,
+                dst: mid,
+                max,
+                kernel: [ah, aw],
+                stride: [ah, aw],
+                pad: [0, 0, ah * mh - s.h, aw * mw - s.w],
+                pad_value: 0,
+            }),
+        });
+        let padded = ah * mh * aw * mw;
+        let exact = max || padded == s.h * s.w;
+        let dst = if exact {
+            self.output_surface(out_t)
+        } else {
+            let g = self.surface_geometry(&format!("{}#sum", n.name), s.c, 1, 1, SurfKind::Pool);
+            self.p.add_surface(g)
+        };
+        self.p.ops.push(HwOp {
+            layers: vec![n.name.clone()],
+            kind: HwOpKind::Pdp(PdpOp {
+                src: mid,
+                dst,
+                max,
+                kernel: [mh, mw],
+                stride: [mh, mw],
+                pad: [0; 4],
+                pad_value: 0,
+            }),
+        });
+        if !exact {
+            let mut sdp = SdpStages::default();
+            let scale = padded as f32 / (s.h * s.w) as f32;
+            sdp.push(
+                &t,
+                Stage::Affine {
+                    scale: Some(vec![scale; s.c as usize]),
+                    bias: None,
+                },
+            )
+            .map_err(|e| layer_err(n, e))?;
+            let (last, fused) = self.fuse_elementwise(out_t, &mut sdp)?;
+            let out = self.output_surface(last);
+            let stages = sdp.encode(&mut self.p, &t, &n.name)?;
+            let mut layers = vec![format!("{}#scale", n.name)];
+            layers.extend(fused);
+            self.p.ops.push(HwOp {
+                layers,
+                kind: HwOpKind::Sdp(SdpOp {
+                    src: Some(dst),
+                    dst: out,
+                    stages,
+                    lut: None,
+                }),
+            });
+        }
+        Ok(())
+    }
+
+    fn pool(&mut self, n: &Node, p: &crate::ir::Pool) -> Result<()> {
+        let src = self.input(n, 0)?;
+        let s = self.p.surface(src).clone();
+        let out_t = self.out_tensor(n)?;
+        let out = self.g.shape(out_t);
+        let [kh, kw] = p.window.kernel.map(|v| v as u32);
+        let [sh, sw] = p.window.stride.map(|v| v as u32);
+        let [pt, pl, _, _] = p.window.pad.map(|v| v as u32);
+        let global = out.h == 1 && out.w == 1 && kh == s.h && kw == s.w && pt == 0 && pl == 0;
+        if global && (kh > 8 || kw > 8) {
+            return self.global_pool(n, p.kind, src, out_t);
+        }
+        if !(1..=8).contains(&kh) || !(1..=8).contains(&kw) {
+            return Err(layer_err(
+                n,
+                format!(
+                    "pooling window {kh}x{kw}: PDP takes 1..=8 (larger windows are not split yet)"
+                ),
+            ));
+        }
+        if !(1..=16).contains(&sh) || !(1..=16).contains(&sw) {
+            return Err(layer_err(n, format!("stride {sh}x{sw}: PDP takes 1..=16")));
+        }
+        // Bottom/right padding so that PDP's floor((H + pt + pb - k) / s) + 1 gives the
+        // network's output size (Caffe rounds up).
+        let pad_end = |size: u32, outn: u32, k: u32, st: u32, start: u32| -> i64 {
+            (i64::from(outn) - 1) * i64::from(st) + i64::from(k)
+                - i64::from(size)
+                - i64::from(start)
+        };
+        let pb = pad_end(s.h, out.h as u32, kh, sh, pt).max(0) as u32;
+        let pr = pad_end(s.w, out.w as u32, kw, sw, pl).max(0) as u32;
+        let hw_out = |size: u32, k: u32, st: u32, a: u32, b: u32| (size + a + b - k) / st + 1;
+        if hw_out(s.h, kh, sh, pt, pb) != out.h as u32
+            || hw_out(s.w, kw, sw, pl, pr) != out.w as u32
+        {
+            return Err(layer_err(
+                n,
+                format!(
+                    "output {}x{} cannot be produced by PDP from {}x{} (window {kh}x{kw}, \
+                     stride {sh}x{sw})",
+                    out.h, out.w, s.h, s.w
+                ),
+            ));
+        }
+        if [pt, pl, pb, pr].iter().any(|&v| v > 7) {
+            return Err(layer_err(n, "PDP padding is at most 7"));
+        }
+        let dst = self.output_surface(out_t);
+        self.p.ops.push(HwOp {
+            layers: vec![n.name.clone()],
+            kind: HwOpKind::Pdp(PdpOp {
+                src,
+                dst,
+                max: p.kind == PoolKind::Max,
+                kernel: [kh, kw],
+                stride: [sh, sw],
+                pad: [pt, pl, pb, pr],
+                pad_value: 0,
+            }),
+        });
+        Ok(())
+    }
+}
+
+struct ConvSpec {
+    src: SurfId,
+    kernel: [u32; 2],
+    stride: [u32; 2],
+    pad: [u32; 4],
+    dilation: [u32; 2],
+    kernels: u32,
+    out: [u32; 2],
+    weights: Vec<f32>,
+    bias: Option<Vec<f32>>,
+    /// Write here and fuse nothing after (an intermediate of a lowering).
+    dst: Option<SurfId>,
+}
+
+/// A per-channel vector of length `c` from one of length `c` or 1.
+fn broadcast(v: &[f32], c: usize, n: &Node) -> Result<Vec<f32>> {
+    match v.len() {
+        1 => Ok(vec![v[0]; c]),
+        l if l == c => Ok(v.to_vec()),
+        l => Err(layer_err(n, format!("{l} values for {c} channels"))),
+    }
+}

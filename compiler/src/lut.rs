@@ -1,0 +1,74 @@
+//! Lookup tables for the SDP (sigmoid, tanh) and the CDP (LRN), fp16.
+//!
+//! A `dla_lut_param` holds two tables: the 65-entry "LE" table (linear or exponential
+//! index) and the 257-entry "LO" table (linear index). In fp16 the range registers hold
+//! fp32 bit patterns; a linear index is `(x - start) / 2^select`, an exponential one
+//! `floor(log2(x - start)) - offset`, and entries are interpolated linearly (programming
+//! guide, "LUT programming"; `nvdla/doc` lut.rst). Out-of-range inputs take the end entry
+//! plus a slope, which we leave at 0 (the functions here are flat at their ends).
+
+use nvdla_loadable::dla::{LutMethod, LutOffset, LutParam, LutPriority, Slope};
+
+fn f16_bits(v: f64) -> i16 {
+    half::f16::from_f64(v).to_bits() as i16
+}
+
+/// A table over `[start, start + 256 * 2^select]` in the LO table, LE table unused.
+fn linear_lo(start: f32, select: i8, f: impl Fn(f64) -> f64) -> LutParam {
+    let mut p = LutParam::default();
+    let step = 2f64.powi(i32::from(select));
+    for (i, e) in p.linear_only_table.iter_mut().enumerate() {
+        *e = f16_bits(f(f64::from(start) + i as f64 * step));
+    }
+    p.method = LutMethod::Linear.raw();
+    // The LE table is never chosen: its index select puts every input out of range.
+    p.linear_exp_offset = LutOffset::from_frac_bits(-128);
+    p.linear_only_offset = LutOffset::from_frac_bits(select);
+    p.linear_only_start = u64::from(start.to_bits());
+    p.linear_only_end = u64::from((start + 256.0 * step as f32).to_bits());
+    p.linear_exp_underflow_slope = Slope::from_data_f(0);
+    p.linear_exp_overflow_slope = Slope::from_data_f(0);
+    p.linear_only_underflow_slope = Slope::from_data_f(0);
+    p.linear_only_overflow_slope = Slope::from_data_f(0);
+    p.hybrid_priority = LutPriority::LinearOnly.raw();
+    p.underflow_priority = LutPriority::LinearOnly.raw();
+    p.overflow_priority = LutPriority::LinearOnly.raw();
+    p
+}
+
+/// `1 / (1 + e^-x)` over [-16, 16] in steps of 1/8 (interpolation error below 3e-4).
+pub fn sigmoid() -> LutParam {
+    linear_lo(-16.0, -3, |x| 1.0 / (1.0 + (-x).exp()))
+}
+
+/// `tanh(x)` over [-8, 8] in steps of 1/16 (interpolation error below 5e-4).
+pub fn tanh() -> LutParam {
+    linear_lo(-8.0, -4, f64::tanh)
+}
+
+/// First power of two the LRN table covers: sums of squares below `2^LRN_EXP_OFFSET`
+/// take the first entry (the function is flat there: `k^-beta`).
+pub const LRN_EXP_OFFSET: i8 = -20;
+
+/// LRN's `(k + alpha / n * s)^-beta` of the sum of squares `s`, exponential LE table over
+/// `[2^-20, 2^44]` (one entry per power of two, interpolated linearly in between).
+pub fn lrn(local_size: u32, alpha: f32, beta: f32, k: f32) -> LutParam {
+    let mut p = LutParam::default();
+    let f = |s: f64| {
+        (f64::from(k) + f64::from(alpha) / f64::from(local_size) * s).powf(-f64::from(beta))
+    };
+    for (i, e) in p.linear_exp_table.iter_mut().enumerate() {
+        *e = f16_bits(f(2f64.powi(i as i32 + i32::from(LRN_EXP_OFFSET))));
+    }
+    p.method = LutMethod::Exponential.raw();
+    p.linear_exp_offset = LutOffset::from_exp_offset(LRN_EXP_OFFSET);
+    p.linear_only_offset = LutOffset::from_frac_bits(-128);
+    p.linear_exp_start = 0;
+    p.linear_exp_end = u64::from(2f32.powi(64 + i32::from(LRN_EXP_OFFSET)).to_bits());
+    p.linear_only_start = u64::from(1f32.to_bits());
+    p.linear_only_end = u64::from(1f32.to_bits());
+    p.hybrid_priority = LutPriority::LinearExp.raw();
+    p.underflow_priority = LutPriority::LinearExp.raw();
+    p.overflow_priority = LutPriority::LinearExp.raw();
+    p
+}

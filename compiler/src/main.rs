@@ -1,0 +1,181 @@
+//! `nvdla-compiler`: Caffe models to NVDLA loadables, with upstream's command line.
+
+use clap::Parser;
+use nvdla_compiler::frontend::{self, ModelFiles};
+use nvdla_compiler::preprocess::{self, ChannelOrder, Preprocess};
+use nvdla_compiler::target::{Precision, Target};
+use nvdla_compiler::{compile_graph, passes, CompileError};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Compile a Caffe model to an NVDLA loadable.
+#[derive(Parser, Debug)]
+#[command(name = "nvdla-compiler", version)]
+struct Args {
+    /// Caffe network definition (protobuf text).
+    #[arg(long)]
+    prototxt: PathBuf,
+    /// Caffe trained weights (protobuf binary).
+    #[arg(long)]
+    caffemodel: PathBuf,
+    /// Output: a directory (writes `<profile>.nvdla` in it) or a `.nvdla` file.
+    #[arg(short = 'o', default_value = ".")]
+    output: PathBuf,
+    /// Profile (names the output file as upstream does).
+    #[arg(long, default_value = "fast-math")]
+    profile: String,
+    /// Compute precision: fp16 or int8.
+    #[arg(long, default_value = "fp16")]
+    cprecision: String,
+    /// Hardware configuration (nv_full, nv_large, nv_small, ..., or opendla-full/large/small).
+    #[arg(long, default_value = "nv_full")]
+    configtarget: String,
+    /// Input format: nchw or ncxhwx give a feature-cube input; nhwc (upstream's image
+    /// input) is accepted and compiled as a feature cube too (the runtime's `--image`
+    /// fills either).
+    #[arg(long, default_value = "nchw")]
+    informat: String,
+    /// Per-channel mean of the model's preprocessing, in the model's channel order
+    /// (`a,b,c`); compiled into the network.
+    #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
+    mean: Vec<f32>,
+    /// Multiplier of the model's preprocessing, after the mean (e.g. 0.00390625 for
+    /// Caffe's `scale: 1/256`); compiled into the network.
+    #[arg(long, default_value_t = 1.0)]
+    scale: f32,
+    /// Channel order the model was trained on (the runtime feeds a colour image as BGR).
+    #[arg(long, default_value = "bgr", value_parser = ["rgb", "bgr"])]
+    channel_order: String,
+    /// JSON profile configuration (accepted for compatibility; not used).
+    #[arg(long)]
+    profilecfg: Option<PathBuf>,
+    /// int8 calibration table (used with `--cprecision int8`).
+    #[arg(long)]
+    calibtable: Option<PathBuf>,
+    /// int8 quantization: per-kernel or per-filter.
+    #[arg(long = "quantizationMode", default_value = "per-kernel")]
+    quantization_mode: String,
+    /// Batch size (only 1 is supported).
+    #[arg(long, default_value_t = 1)]
+    batch: u32,
+    /// Print the graph after the graph passes.
+    #[arg(long)]
+    dump_ir: bool,
+    /// Print the engine operations.
+    #[arg(long)]
+    dump_graph: bool,
+    /// No progress messages.
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+fn run(a: &Args) -> Result<(), CompileError> {
+    let hw = nvdla_hw::Config::by_name(&a.configtarget).ok_or_else(|| {
+        CompileError::Option(format!(
+            "unknown --configtarget `{}` (known: {})",
+            a.configtarget,
+            nvdla_hw::ALL
+                .iter()
+                .map(|c| c.name)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    })?;
+    let precision = Precision::parse(&a.cprecision).ok_or_else(|| {
+        CompileError::Option(format!(
+            "unknown --cprecision `{}` (fp16 or int8)",
+            a.cprecision
+        ))
+    })?;
+    let _ = (&a.profilecfg, &a.calibtable, &a.quantization_mode);
+    if precision == Precision::Int8 {
+        return Err(CompileError::Option(
+            "--cprecision int8 is not implemented yet (fp16 is)".into(),
+        ));
+    }
+    if a.batch != 1 {
+        return Err(CompileError::Option("only --batch 1 is supported".into()));
+    }
+    match a.informat.as_str() {
+        "nchw" | "ncxhwx" => {}
+        "nhwc" => {
+            if !a.quiet {
+                eprintln!(
+                    "note: --informat nhwc: the input is compiled as a feature cube (image-mode \
+                     input is not implemented); nvdla-runtime --image fills it the same way"
+                );
+            }
+        }
+        other => {
+            return Err(CompileError::Option(format!(
+                "unknown --informat `{other}` (ncxhwx, nchw or nhwc)"
+            )))
+        }
+    }
+    let target = Target::new(hw, precision)?;
+    if !target.precision_in_silicon() && !a.quiet {
+        eprintln!(
+            "warning: {} silicon has no {} datapath; the loadable runs on NVIDIA's C model and \
+             our virtual platform",
+            hw.name, a.cprecision
+        );
+    }
+    let progress = |m: &str| {
+        if !a.quiet {
+            eprintln!("{m}");
+        }
+    };
+    progress(&format!("reading {}", a.prototxt.display()));
+    let mut graph = frontend::load(&ModelFiles::Caffe {
+        prototxt: a.prototxt.clone(),
+        caffemodel: a.caffemodel.clone(),
+    })?;
+    preprocess::apply(
+        &mut graph,
+        &Preprocess {
+            mean: a.mean.clone(),
+            scale: a.scale,
+            order: if a.channel_order == "rgb" {
+                ChannelOrder::Rgb
+            } else {
+                ChannelOrder::Bgr
+            },
+        },
+    )?;
+    progress(&format!(
+        "compiling {} layers for {} {}",
+        graph.nodes.len(),
+        hw.name,
+        a.cprecision
+    ));
+    let compiled = compile_graph(graph, &target)?;
+    if a.dump_ir {
+        println!("{}", passes::dump(&compiled.graph));
+    }
+    if a.dump_graph {
+        println!("{}", compiled.program.dump());
+    }
+    let out = if a.output.extension().is_some_and(|e| e == "nvdla") {
+        a.output.clone()
+    } else {
+        a.output.join(format!("{}.nvdla", a.profile))
+    };
+    std::fs::write(&out, &compiled.loadable).map_err(|e| CompileError::Io {
+        path: out.clone(),
+        source: e,
+    })?;
+    progress(&format!("wrote {}", out.display()));
+    eprintln!("{}", compiled.summary());
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,112 @@
+//! Packing constants into the layouts the engines read.
+
+use crate::target::{Precision, Target};
+use half::f16;
+
+/// A value in the register / memory encoding of `p` (fp16 bits for fp16).
+pub fn encode(v: f32, p: Precision) -> i32 {
+    match p {
+        Precision::Fp16 => i32::from(f16::from_f32(v).to_bits()),
+        // int8 values are quantised by the caller.
+        Precision::Int8 => v.round().clamp(-128.0, 127.0) as i32,
+    }
+}
+
+fn push(out: &mut Vec<u8>, v: f32, p: Precision) {
+    match p {
+        Precision::Fp16 => out.extend_from_slice(&f16::from_f32(v).to_bits().to_le_bytes()),
+        Precision::Int8 => out.push(v.round().clamp(-128.0, 127.0) as i8 as u8),
+    }
+}
+
+/// Direct-convolution weights `w[k][c][r][s]` (`kernels x channels x kh x kw`) in the
+/// CBUF order (hwarch "Weight Format"; the same layout the VP's CDMA decodes): groups of
+/// kernels-per-group kernels; inside a group, blocks of atomic-C channels; inside a block,
+/// kernel positions (row, column); then the kernels of the group; then the block's
+/// channels. Padded with zeros to a multiple of 128 bytes.
+pub fn conv_weights(
+    t: &Target,
+    w: &[f32],
+    kernels: usize,
+    channels: usize,
+    kh: usize,
+    kw: usize,
+) -> Vec<u8> {
+    let p = t.precision;
+    let group = t.kernels_per_group() as usize;
+    let block = t.weight_channel_block() as usize;
+    let mut out = Vec::with_capacity(w.len() * p.bytes() as usize + 128);
+    for g0 in (0..kernels).step_by(group) {
+        let g1 = (g0 + group).min(kernels);
+        for c0 in (0..channels).step_by(block) {
+            let c1 = (c0 + block).min(channels);
+            for r in 0..kh {
+                for s in 0..kw {
+                    for k in g0..g1 {
+                        for c in c0..c1 {
+                            push(&mut out, w[((k * channels + c) * kh + r) * kw + s], p);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let padded = out.len().next_multiple_of(128);
+    out.resize(padded, 0);
+    out
+}
+
+/// Per-channel operand data: one value (or an ALU, MUL pair) per channel, `C` elements
+/// packed, padded to whole memory atoms.
+pub fn per_channel(t: &Target, alu: Option<&[f32]>, mul: Option<&[f32]>) -> Vec<u8> {
+    let p = t.precision;
+    let n = alu.or(mul).map_or(0, |v| v.len());
+    let mut out = Vec::new();
+    for i in 0..n {
+        if let Some(a) = alu {
+            push(&mut out, a[i], p);
+        }
+        if let Some(m) = mul {
+            push(&mut out, m[i], p);
+        }
+    }
+    let padded = out.len().next_multiple_of(t.atom() as usize);
+    out.resize(padded.max(t.atom() as usize), 0);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn weight_order_groups_blocks_positions_kernels_channels() {
+        let t = Target::new(&nvdla_hw::NV_FULL, Precision::Fp16).unwrap();
+        // 2 kernels, 2 channels, 1x2 kernel: w[k][c][0][s] = k*100 + c*10 + s.
+        let mut w = vec![0.0; 8];
+        for k in 0..2 {
+            for c in 0..2 {
+                for s in 0..2 {
+                    w[(k * 2 + c) * 2 + s] = (k * 100 + c * 10 + s) as f32;
+                }
+            }
+        }
+        let b = conv_weights(&t, &w, 2, 2, 1, 2);
+        assert_eq!(b.len(), 128);
+        let vals: Vec<f32> = b[..16]
+            .chunks(2)
+            .map(|c| f16::from_bits(u16::from_le_bytes([c[0], c[1]])).to_f32())
+            .collect();
+        // s=0: k0 c0, k0 c1, k1 c0, k1 c1; then s=1.
+        assert_eq!(vals, [0.0, 10.0, 100.0, 110.0, 1.0, 11.0, 101.0, 111.0]);
+    }
+
+    #[test]
+    fn per_channel_pairs() {
+        let t = Target::new(&nvdla_hw::NV_FULL, Precision::Fp16).unwrap();
+        let b = per_channel(&t, Some(&[1.0, 2.0]), Some(&[3.0, 4.0]));
+        assert_eq!(b.len(), 32);
+        assert_eq!(&b[..2], &f16::from_f32(1.0).to_bits().to_le_bytes());
+        assert_eq!(&b[2..4], &f16::from_f32(3.0).to_bits().to_le_bytes());
+    }
+}

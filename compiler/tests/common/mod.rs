@@ -1,0 +1,134 @@
+//! Helpers shared by the compiler's integration tests: compile an IR graph, run it on the
+//! in-process virtual platform with given input values, and compare with the compiler's
+//! own CPU fp32 reference.
+#![allow(dead_code)]
+
+use half::f16;
+use nvdla_compiler::ir::{Graph, TensorId};
+use nvdla_compiler::target::{Precision, Target};
+use nvdla_umd::runtime::{RunOptions, Runtime};
+use nvdla_umd::Direction;
+
+/// Deterministic xorshift values in `[-1, 1)`.
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// The next value in `[-1, 1)`.
+    pub fn next(&mut self) -> f32 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        ((self.0 >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+    }
+    /// `n` values scaled by `scale`.
+    pub fn vec(&mut self, n: usize, scale: f32) -> Vec<f32> {
+        (0..n).map(|_| self.next() * scale).collect()
+    }
+}
+
+/// The device for `config` (the in-process virtual platform).
+pub fn device(config: &str) -> Box<dyn nvdla_port::device::Device> {
+    let cfg = nvdla_umd::HwConfig::ALL
+        .into_iter()
+        .find(|c| c.name() == config)
+        .expect("known configuration");
+    nvdla_umd::open_device(&nvdla_umd::DeviceKind::Vp, cfg).expect("VP device")
+}
+
+/// NCHW f32 values to an fp16 NCxHWx surface with `atom`-byte atoms.
+pub fn to_surface(v: &[f32], c: usize, h: usize, w: usize, atom: usize, size: usize) -> Vec<u8> {
+    let cpa = atom / 2;
+    let mut out = vec![0u8; size];
+    for ch in 0..c {
+        for y in 0..h {
+            for x in 0..w {
+                let o = ((ch / cpa) * h * w + y * w + x) * atom + (ch % cpa) * 2;
+                let b = f16::from_f32(v[(ch * h + y) * w + x])
+                    .to_bits()
+                    .to_le_bytes();
+                out[o..o + 2].copy_from_slice(&b);
+            }
+        }
+    }
+    out
+}
+
+/// An fp16 NCxHWx surface (line and surface strides given) to NCHW f32 values.
+#[allow(clippy::too_many_arguments)]
+pub fn from_surface(
+    b: &[u8],
+    c: usize,
+    h: usize,
+    w: usize,
+    atom: usize,
+    line: usize,
+    surf: usize,
+) -> Vec<f32> {
+    let cpa = atom / 2;
+    let mut out = vec![0.0; c * h * w];
+    for ch in 0..c {
+        for y in 0..h {
+            for x in 0..w {
+                let o = (ch / cpa) * surf + y * line + x * atom + (ch % cpa) * 2;
+                out[(ch * h + y) * w + x] =
+                    f16::from_bits(u16::from_le_bytes([b[o], b[o + 1]])).to_f32();
+            }
+        }
+    }
+    out
+}
+
+/// Compiles `g` for `config` in fp16, runs it on the VP with `input` for its only input,
+/// and returns (hardware output, reference output) of its only output, NCHW.
+pub fn run_fp16(g: &Graph, config: &str, input: &[f32]) -> (Vec<f32>, Vec<f32>) {
+    let reference = nvdla_compiler::reference::run(g, &[(g.inputs[0], input.to_vec())]).unwrap();
+    let want = reference[g.outputs[0].0].clone();
+    let hw = nvdla_hw::Config::by_name(config).unwrap();
+    let target = Target::new(hw, Precision::Fp16).unwrap();
+    let compiled =
+        nvdla_compiler::compile_graph(g.clone(), &target).unwrap_or_else(|e| panic!("{e}"));
+    let mut dev = device(config);
+    let mut rt = Runtime::load(dev.as_mut(), &compiled.loadable).unwrap();
+    let ti = rt.tensor(Direction::Input, 0).unwrap().clone();
+    let s = g.shape(g.inputs[0]);
+    let atom = hw.memory_atomic as usize;
+    let data = to_surface(input, s.c, s.h, s.w, atom, ti.size as usize);
+    rt.write_input(dev.as_mut(), 0, &data).unwrap();
+    rt.run(dev.as_mut(), &RunOptions::default(), &mut |_| {})
+        .unwrap_or_else(|e| panic!("{e}"));
+    let to = rt.tensor(Direction::Output, 0).unwrap().clone();
+    let out = rt.read_output(dev.as_mut(), 0).unwrap();
+    rt.release(dev.as_mut());
+    let o = g.shape(g.outputs[0]);
+    let got = from_surface(
+        &out,
+        o.c,
+        o.h,
+        o.w,
+        atom,
+        to.strides[1] as usize,
+        to.strides[2] as usize,
+    );
+    (got, want)
+}
+
+/// Largest |got - want| relative to the largest |want| (at least 1).
+pub fn max_rel_err(got: &[f32], want: &[f32]) -> f32 {
+    assert_eq!(got.len(), want.len());
+    let scale = want.iter().fold(1.0f32, |m, v| m.max(v.abs()));
+    got.iter()
+        .zip(want)
+        .map(|(g, w)| (g - w).abs() / scale)
+        .fold(0.0, f32::max)
+}
+
+/// A graph with one input of `shape` named `data`.
+pub fn graph(c: usize, h: usize, w: usize) -> (Graph, TensorId) {
+    let mut g = Graph {
+        name: "test".into(),
+        ..Default::default()
+    };
+    let x = g.add_tensor("data", nvdla_compiler::ir::Shape::new(1, c, h, w));
+    g.inputs.push(x);
+    (g, x)
+}

@@ -1,0 +1,706 @@
+//! Every layer type, in tiny networks compiled for nv_full in fp16, run on the virtual
+//! platform and compared element-wise with the compiler's CPU fp32 reference.
+//!
+//! Tolerances are relative to the largest reference value of the output: fp16 storage and
+//! arithmetic give about 1e-3 per op; LUT-based functions (sigmoid, tanh, LRN) add their
+//! interpolation error (documented in `lut.rs`).
+
+mod common;
+
+use common::*;
+use nvdla_compiler::ir::*;
+
+const CONV_TOL: f32 = 4e-3;
+const LUT_TOL: f32 = 6e-3;
+
+fn node(g: &mut Graph, name: &str, op: Op, inputs: &[TensorId], out: Shape) -> TensorId {
+    let t = g.add_tensor(name, out);
+    g.add_node(Node {
+        name: name.into(),
+        source_type: op.name().into(),
+        op,
+        inputs: inputs.to_vec(),
+        outputs: vec![t],
+    });
+    t
+}
+
+#[allow(clippy::too_many_arguments)]
+fn conv(
+    rng: &mut Rng,
+    cin: usize,
+    k: usize,
+    kernel: [usize; 2],
+    stride: [usize; 2],
+    pad: [usize; 4],
+    dilation: [usize; 2],
+    groups: usize,
+) -> Op {
+    let n = k * (cin / groups) * kernel[0] * kernel[1];
+    let scale = 1.0 / ((cin / groups * kernel[0] * kernel[1]) as f32).sqrt();
+    Op::Conv(Conv {
+        window: Window {
+            kernel,
+            stride,
+            pad,
+            dilation,
+        },
+        groups,
+        out_channels: k,
+        weight: Weights::new(
+            vec![k, cin / groups, kernel[0], kernel[1]],
+            rng.vec(n, scale),
+        )
+        .unwrap(),
+        bias: Some(Weights::vector(rng.vec(k, 0.5))),
+    })
+}
+
+fn out_size(i: usize, k: usize, s: usize, p0: usize, p1: usize, d: usize) -> usize {
+    (i + p0 + p1 - (d * (k - 1) + 1)) / s + 1
+}
+
+fn check(g: &Graph, tol: f32, what: &str) {
+    g.check().unwrap();
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let s = g.shape(g.inputs[0]);
+    let input = rng.vec(s.elements(), 1.0);
+    let (got, want) = run_fp16(g, "nv_full", &input);
+    let err = max_rel_err(&got, &want);
+    eprintln!("{what}: max relative error {err:.2e}");
+    assert!(err <= tol, "{what}: error {err} above {tol}");
+}
+
+/// A convolution layer from `x` (`cin` channels, h x w) with the given window.
+#[allow(clippy::too_many_arguments)]
+fn add_conv(
+    g: &mut Graph,
+    rng: &mut Rng,
+    name: &str,
+    x: TensorId,
+    k: usize,
+    kernel: [usize; 2],
+    stride: [usize; 2],
+    pad: [usize; 4],
+    dilation: [usize; 2],
+    groups: usize,
+) -> TensorId {
+    let s = g.shape(x);
+    let oh = out_size(s.h, kernel[0], stride[0], pad[0], pad[2], dilation[0]);
+    let ow = out_size(s.w, kernel[1], stride[1], pad[1], pad[3], dilation[1]);
+    let op = conv(rng, s.c, k, kernel, stride, pad, dilation, groups);
+    node(g, name, op, &[x], Shape::new(1, k, oh, ow))
+}
+
+fn finish(g: &mut Graph, t: TensorId) {
+    g.outputs.push(t);
+}
+
+#[test]
+fn convolution_padding_bias() {
+    let mut rng = Rng(1);
+    let (mut g, x) = graph(8, 9, 9);
+    let y = add_conv(
+        &mut g,
+        &mut rng,
+        "conv",
+        x,
+        16,
+        [3, 3],
+        [1, 1],
+        [1, 1, 1, 1],
+        [1, 1],
+        1,
+    );
+    finish(&mut g, y);
+    check(&g, CONV_TOL, "conv 3x3 pad 1");
+}
+
+#[test]
+fn convolution_stride_dilation_asymmetric_padding() {
+    let mut rng = Rng(2);
+    let (mut g, x) = graph(5, 13, 11);
+    let y = add_conv(
+        &mut g,
+        &mut rng,
+        "conv",
+        x,
+        7,
+        [3, 2],
+        [2, 1],
+        [2, 0, 1, 1],
+        [2, 1],
+        1,
+    );
+    finish(&mut g, y);
+    check(&g, CONV_TOL, "conv stride 2x1 dilation 2x1");
+}
+
+#[test]
+fn convolution_many_channels_and_kernels() {
+    let mut rng = Rng(3);
+    let (mut g, x) = graph(70, 6, 6);
+    let y = add_conv(
+        &mut g,
+        &mut rng,
+        "conv",
+        x,
+        40,
+        [3, 3],
+        [1, 1],
+        [0; 4],
+        [1, 1],
+        1,
+    );
+    finish(&mut g, y);
+    check(&g, CONV_TOL, "conv 70 channels 40 kernels");
+}
+
+#[test]
+fn grouped_and_depthwise_convolution() {
+    let mut rng = Rng(4);
+    let (mut g, x) = graph(8, 7, 7);
+    let a = add_conv(
+        &mut g,
+        &mut rng,
+        "grouped",
+        x,
+        12,
+        [3, 3],
+        [1, 1],
+        [1; 4],
+        [1, 1],
+        2,
+    );
+    let b = add_conv(
+        &mut g,
+        &mut rng,
+        "depthwise",
+        a,
+        12,
+        [3, 3],
+        [1, 1],
+        [1; 4],
+        [1, 1],
+        12,
+    );
+    finish(&mut g, b);
+    check(&g, CONV_TOL, "grouped + depthwise conv");
+}
+
+#[test]
+fn fully_connected_after_flatten() {
+    let mut rng = Rng(5);
+    let (mut g, x) = graph(6, 4, 4);
+    let f = node(
+        &mut g,
+        "flatten",
+        Op::Flatten,
+        &[x],
+        Shape::new(1, 96, 1, 1),
+    );
+    let fc = Op::FullyConnected {
+        weight: Weights::new(vec![30, 96], rng.vec(30 * 96, 0.1)).unwrap(),
+        bias: Some(Weights::vector(rng.vec(30, 0.5))),
+    };
+    let y = node(&mut g, "fc", fc, &[f], Shape::new(1, 30, 1, 1));
+    let r = node(
+        &mut g,
+        "relu",
+        Op::Activation(Activation::Relu { slope: 0.0 }),
+        &[y],
+        Shape::new(1, 30, 1, 1),
+    );
+    finish(&mut g, r);
+    check(&g, CONV_TOL, "flatten + fully connected + relu");
+}
+
+fn pool(kind: PoolKind, k: usize, s: usize, pad: usize, ceil: bool) -> Op {
+    Op::Pool(Pool {
+        kind,
+        window: Window {
+            kernel: [k, k],
+            stride: [s, s],
+            pad: [pad; 4],
+            dilation: [1, 1],
+        },
+        ceil_mode: ceil,
+        count_include_pad: true,
+    })
+}
+
+#[test]
+fn max_pooling_ceil_mode() {
+    let (mut g, x) = graph(20, 9, 9);
+    // Caffe: ceil((9 - 3) / 2) + 1 = 4.
+    let y = node(
+        &mut g,
+        "pool",
+        pool(PoolKind::Max, 3, 2, 0, true),
+        &[x],
+        Shape::new(1, 20, 4, 4),
+    );
+    finish(&mut g, y);
+    check(&g, 1e-3, "max pool 3x3/2 ceil");
+}
+
+#[test]
+fn average_pooling_with_padding() {
+    let (mut g, x) = graph(16, 8, 8);
+    // (8 + 2 - 3) / 1 + 1 = 8.
+    let y = node(
+        &mut g,
+        "pool",
+        pool(PoolKind::Avg, 3, 1, 1, false),
+        &[x],
+        Shape::new(1, 16, 8, 8),
+    );
+    finish(&mut g, y);
+    check(&g, 2e-3, "average pool 3x3/1 pad 1");
+}
+
+#[test]
+fn global_average_pooling() {
+    let (mut g, x) = graph(24, 7, 7);
+    let y = node(
+        &mut g,
+        "gap",
+        pool(PoolKind::Avg, 7, 1, 0, false),
+        &[x],
+        Shape::new(1, 24, 1, 1),
+    );
+    finish(&mut g, y);
+    check(&g, 2e-3, "global average pool 7x7");
+}
+
+#[test]
+fn standalone_activations_after_pooling() {
+    let mut rng = Rng(6);
+    let (mut g, x) = graph(16, 6, 6);
+    let p = node(
+        &mut g,
+        "pool",
+        pool(PoolKind::Max, 2, 2, 0, false),
+        &[x],
+        Shape::new(1, 16, 3, 3),
+    );
+    let l = node(
+        &mut g,
+        "leaky",
+        Op::Activation(Activation::Relu { slope: 0.1 }),
+        &[p],
+        Shape::new(1, 16, 3, 3),
+    );
+    let pr = Op::Activation(Activation::PRelu {
+        slopes: Weights::vector(rng.vec(16, 0.5)),
+    });
+    let y = node(&mut g, "prelu", pr, &[l], Shape::new(1, 16, 3, 3));
+    finish(&mut g, y);
+    check(&g, 2e-3, "leaky relu + prelu on SDP");
+}
+
+#[test]
+fn sigmoid_and_tanh() {
+    let mut rng = Rng(7);
+    let (mut g, x) = graph(8, 5, 5);
+    let c = add_conv(
+        &mut g,
+        &mut rng,
+        "conv",
+        x,
+        8,
+        [1, 1],
+        [1, 1],
+        [0; 4],
+        [1, 1],
+        1,
+    );
+    let s = node(
+        &mut g,
+        "sigmoid",
+        Op::Activation(Activation::Sigmoid),
+        &[c],
+        Shape::new(1, 8, 5, 5),
+    );
+    let p = node(
+        &mut g,
+        "pool",
+        pool(PoolKind::Max, 1, 1, 0, false),
+        &[s],
+        Shape::new(1, 8, 5, 5),
+    );
+    let t = node(
+        &mut g,
+        "tanh",
+        Op::Activation(Activation::Tanh),
+        &[p],
+        Shape::new(1, 8, 5, 5),
+    );
+    finish(&mut g, t);
+    check(&g, LUT_TOL, "sigmoid (fused) + tanh (SDP from memory)");
+}
+
+#[test]
+fn softmax_on_the_cpu() {
+    let mut rng = Rng(8);
+    let (mut g, x) = graph(12, 3, 3);
+    let fc = Op::FullyConnected {
+        weight: Weights::new(vec![10, 108], rng.vec(1080, 0.3)).unwrap(),
+        bias: None,
+    };
+    let y = node(&mut g, "fc", fc, &[x], Shape::new(1, 10, 1, 1));
+    let s = node(&mut g, "prob", Op::Softmax, &[y], Shape::new(1, 10, 1, 1));
+    finish(&mut g, s);
+    check(&g, 2e-3, "fully connected + softmax");
+}
+
+#[test]
+fn lrn_across_channels() {
+    let (mut g, x) = graph(20, 4, 4);
+    let op = Op::Lrn {
+        size: 5,
+        alpha: 1e-4 * 1000.0,
+        beta: 0.75,
+        k: 1.0,
+    };
+    let y = node(&mut g, "norm", op, &[x], Shape::new(1, 20, 4, 4));
+    finish(&mut g, y);
+    check(&g, LUT_TOL, "LRN 5");
+}
+
+#[test]
+fn batchnorm_and_scale_fold_and_standalone() {
+    let mut rng = Rng(9);
+    let (mut g, x) = graph(16, 6, 6);
+    let c = add_conv(
+        &mut g,
+        &mut rng,
+        "conv",
+        x,
+        16,
+        [3, 3],
+        [1, 1],
+        [1; 4],
+        [1, 1],
+        1,
+    );
+    let bn = |rng: &mut Rng| Op::BatchNorm {
+        mean: Weights::vector(rng.vec(16, 0.5)),
+        var: Weights::vector(rng.vec(16, 0.5).iter().map(|v| v.abs() + 0.5).collect()),
+        eps: 1e-5,
+    };
+    let sc = |rng: &mut Rng| Op::ChannelAffine {
+        scale: Some(Weights::vector(rng.vec(16, 1.0))),
+        bias: Some(Weights::vector(rng.vec(16, 1.0))),
+    };
+    let b1 = node(&mut g, "bn1", bn(&mut rng), &[c], Shape::new(1, 16, 6, 6));
+    let s1 = node(
+        &mut g,
+        "scale1",
+        sc(&mut rng),
+        &[b1],
+        Shape::new(1, 16, 6, 6),
+    );
+    let p = node(
+        &mut g,
+        "pool",
+        pool(PoolKind::Max, 2, 2, 0, false),
+        &[s1],
+        Shape::new(1, 16, 3, 3),
+    );
+    let b2 = node(&mut g, "bn2", bn(&mut rng), &[p], Shape::new(1, 16, 3, 3));
+    let s2 = node(
+        &mut g,
+        "scale2",
+        sc(&mut rng),
+        &[b2],
+        Shape::new(1, 16, 3, 3),
+    );
+    let r = node(
+        &mut g,
+        "relu",
+        Op::Activation(Activation::Relu { slope: 0.0 }),
+        &[s2],
+        Shape::new(1, 16, 3, 3),
+    );
+    finish(&mut g, r);
+    check(&g, CONV_TOL, "batchnorm + scale, folded and on SDP");
+}
+
+#[test]
+fn power_affine() {
+    let (mut g, x) = graph(8, 4, 4);
+    let op = Op::Power {
+        power: 1.0,
+        scale: 0.5,
+        shift: -0.25,
+    };
+    let y = node(&mut g, "power", op, &[x], Shape::new(1, 8, 4, 4));
+    finish(&mut g, y);
+    check(&g, 2e-3, "power 1 (scale, shift)");
+}
+
+fn eltwise_net(kind: EltwiseKind, coeffs: Vec<f32>, inputs: usize) -> Graph {
+    let mut rng = Rng(10);
+    let (mut g, x) = graph(16, 5, 5);
+    let branches: Vec<TensorId> = (0..inputs)
+        .map(|i| {
+            add_conv(
+                &mut g,
+                &mut rng,
+                &format!("b{i}"),
+                x,
+                16,
+                [3, 3],
+                [1, 1],
+                [1; 4],
+                [1, 1],
+                1,
+            )
+        })
+        .collect();
+    let e = node(
+        &mut g,
+        "eltwise",
+        Op::Eltwise { kind, coeffs },
+        &branches,
+        Shape::new(1, 16, 5, 5),
+    );
+    finish(&mut g, e);
+    g
+}
+
+#[test]
+fn eltwise_sum_prod_max() {
+    check(
+        &eltwise_net(EltwiseKind::Sum, vec![], 2),
+        CONV_TOL,
+        "eltwise sum",
+    );
+    check(
+        &eltwise_net(EltwiseKind::Prod, vec![], 2),
+        CONV_TOL,
+        "eltwise prod",
+    );
+    check(
+        &eltwise_net(EltwiseKind::Max, vec![], 2),
+        CONV_TOL,
+        "eltwise max",
+    );
+    check(
+        &eltwise_net(EltwiseKind::Sum, vec![0.5, -2.0], 2),
+        CONV_TOL,
+        "eltwise sum with coefficients",
+    );
+}
+
+#[test]
+fn eltwise_with_three_inputs() {
+    check(
+        &eltwise_net(EltwiseKind::Sum, vec![], 3),
+        CONV_TOL,
+        "eltwise sum of 3",
+    );
+    check(
+        &eltwise_net(EltwiseKind::Max, vec![], 3),
+        CONV_TOL,
+        "eltwise max of 3",
+    );
+}
+
+#[test]
+fn concat_without_copies() {
+    let mut rng = Rng(11);
+    let (mut g, x) = graph(8, 6, 6);
+    let a = add_conv(
+        &mut g,
+        &mut rng,
+        "a",
+        x,
+        16,
+        [1, 1],
+        [1, 1],
+        [0; 4],
+        [1, 1],
+        1,
+    );
+    let b = add_conv(
+        &mut g,
+        &mut rng,
+        "b",
+        x,
+        32,
+        [3, 3],
+        [1, 1],
+        [1; 4],
+        [1, 1],
+        1,
+    );
+    let c = node(
+        &mut g,
+        "concat",
+        Op::Concat,
+        &[a, b],
+        Shape::new(1, 48, 6, 6),
+    );
+    let y = add_conv(
+        &mut g,
+        &mut rng,
+        "after",
+        c,
+        8,
+        [1, 1],
+        [1, 1],
+        [0; 4],
+        [1, 1],
+        1,
+    );
+    finish(&mut g, y);
+    check(&g, CONV_TOL, "concat of two convolutions");
+}
+
+#[allow(clippy::too_many_arguments)]
+fn add_deconv(
+    g: &mut Graph,
+    rng: &mut Rng,
+    name: &str,
+    x: TensorId,
+    k: usize,
+    kernel: usize,
+    stride: usize,
+    pad: usize,
+    groups: usize,
+) -> TensorId {
+    let s = g.shape(x);
+    let o = (s.h - 1) * stride + kernel - 2 * pad;
+    let ow = (s.w - 1) * stride + kernel - 2 * pad;
+    let n = s.c * (k / groups) * kernel * kernel;
+    let op = Op::Deconv(Conv {
+        window: Window {
+            kernel: [kernel, kernel],
+            stride: [stride, stride],
+            pad: [pad; 4],
+            dilation: [1, 1],
+        },
+        groups,
+        out_channels: k,
+        weight: Weights::new(vec![s.c, k / groups, kernel, kernel], rng.vec(n, 0.3)).unwrap(),
+        bias: Some(Weights::vector(rng.vec(k, 0.5))),
+    });
+    node(g, name, op, &[x], Shape::new(1, k, o, ow))
+}
+
+#[test]
+fn deconvolution_stride_1() {
+    let mut rng = Rng(12);
+    let (mut g, x) = graph(6, 5, 5);
+    let y = add_deconv(&mut g, &mut rng, "deconv", x, 10, 3, 1, 1, 1);
+    finish(&mut g, y);
+    check(&g, CONV_TOL, "deconvolution 3x3 stride 1 pad 1");
+}
+
+#[test]
+fn deconvolution_stride_2_with_rubik() {
+    let mut rng = Rng(13);
+    let (mut g, x) = graph(8, 4, 5);
+    // 4x4 kernel, stride 2, pad 1: the usual 2x upsampling.
+    let y = add_deconv(&mut g, &mut rng, "up", x, 12, 4, 2, 1, 1);
+    let r = node(
+        &mut g,
+        "relu",
+        Op::Activation(Activation::Relu { slope: 0.0 }),
+        &[y],
+        Shape::new(1, 12, 8, 10),
+    );
+    finish(&mut g, r);
+    check(&g, CONV_TOL, "deconvolution 4x4 stride 2 pad 1 + relu");
+}
+
+#[test]
+fn grouped_deconvolution_as_output() {
+    let mut rng = Rng(14);
+    let (mut g, x) = graph(16, 3, 3);
+    // Depthwise (bilinear-style) 3x stride-2 upsampling, cropped, as the network output.
+    let y = add_deconv(&mut g, &mut rng, "up", x, 16, 3, 2, 1, 16);
+    finish(&mut g, y);
+    check(
+        &g,
+        CONV_TOL,
+        "grouped deconvolution stride 2 as network output",
+    );
+}
+
+#[test]
+fn convolution_split_by_rows_for_the_cbuf() {
+    let mut rng = Rng(15);
+    // 64 fp16 channels of 96 pixels take 96 CBUF entries a line: 96 lines are 36 banks of
+    // nv_full's 16; the convolution runs in row chunks with overlapping halos.
+    let (mut g, x) = graph(64, 96, 96);
+    let c = add_conv(
+        &mut g,
+        &mut rng,
+        "big",
+        x,
+        16,
+        [3, 3],
+        [2, 2],
+        [1; 4],
+        [1, 1],
+        1,
+    );
+    let y = add_conv(
+        &mut g,
+        &mut rng,
+        "next",
+        c,
+        16,
+        [5, 5],
+        [1, 1],
+        [2; 4],
+        [1, 1],
+        1,
+    );
+    let s = g.shape(y);
+    let e = node(
+        &mut g,
+        "sum",
+        Op::Eltwise {
+            kind: EltwiseKind::Sum,
+            coeffs: vec![],
+        },
+        &[c, y],
+        s,
+    );
+    finish(&mut g, e);
+    check(&g, CONV_TOL, "convolution split by rows");
+}
+
+#[test]
+fn global_pooling_larger_than_the_pdp_window() {
+    // 13x13 (SqueezeNet's last pooling): 7x7 windows over 14x14 (zero padded), then 2x2.
+    let (mut g, x) = graph(40, 13, 13);
+    let a = node(
+        &mut g,
+        "gap",
+        pool(PoolKind::Avg, 13, 1, 0, false),
+        &[x],
+        Shape::new(1, 40, 1, 1),
+    );
+    finish(&mut g, a);
+    check(&g, 2e-3, "global average pool 13x13");
+    let (mut g, x) = graph(24, 10, 9);
+    let op = Op::Pool(Pool {
+        kind: PoolKind::Max,
+        window: Window {
+            kernel: [10, 9],
+            stride: [1, 1],
+            pad: [0; 4],
+            dilation: [1, 1],
+        },
+        ceil_mode: false,
+        count_include_pad: true,
+    });
+    let m = node(&mut g, "gmp", op, &[x], Shape::new(1, 24, 1, 1));
+    finish(&mut g, m);
+    check(&g, 1e-3, "global max pool 10x9");
+}
