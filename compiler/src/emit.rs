@@ -563,8 +563,10 @@ impl Ctx<'_> {
                         dilation_y: c.dilation[0] as u8,
                         in_precision: prec,
                         out_precision: prec,
+                        // int8 input passes the CDMA converter with scale 1 (as upstream).
                         in_cvt: dla::CvtParam {
                             scale: 1,
+                            enable: u8::from(t.precision == Precision::Int8),
                             ..Default::default()
                         },
                         out_cvt: dla::CvtParam {
@@ -820,9 +822,9 @@ impl Ctx<'_> {
                 op_type: st.op_type.raw(),
                 mode: mode.raw(),
                 act: st.act.raw(),
-                shift_value: 0,
-                truncate: 0,
-                precision: prec,
+                shift_value: st.shift,
+                truncate: st.truncate,
+                precision: st.operand_precision.raw(),
                 alu_operand: alu,
                 mul_operand: mul,
                 cvt: dla::SdpCvt::default(),
@@ -832,9 +834,17 @@ impl Ctx<'_> {
             src_precision: prec,
             dst_precision: prec,
             lut_index: s.lut.map_or(-1, |l| l as i16),
-            out_cvt: dla::CvtParam {
-                scale: 1,
-                ..Default::default()
+            out_cvt: match s.out_cvt {
+                Some((scale, truncate)) => dla::CvtParam {
+                    scale,
+                    truncate,
+                    enable: 1,
+                    offset: 0,
+                },
+                None => dla::CvtParam {
+                    scale: 1,
+                    ..Default::default()
+                },
             },
             conv_mode: dla::ConvMode::Direct.raw(),
             batch_num: 1,
@@ -899,8 +909,8 @@ impl Ctx<'_> {
             let op = emu::OpDesc::Softmax(emu::SoftmaxOpDesc {
                 common: emu::CommonOpDesc {
                     op_type: emu::OpType::Softmax.raw(),
-                    input_scale_factor: 1.0,
-                    output_scale_factor: 1.0,
+                    input_scale_factor: p.surface(*src).scale,
+                    output_scale_factor: p.surface(*dst).scale,
                 },
                 axis: 1,
             });

@@ -63,6 +63,8 @@ pub struct Surface {
     pub size: u32,
     /// Byte offset in its memory (after planning; views: parent offset + their start).
     pub offset: u64,
+    /// int8: the real value of one LSB (`real = q * scale`); 1 for fp16.
+    pub scale: f32,
 }
 
 impl Surface {
@@ -109,6 +111,12 @@ pub struct SdpStage {
     pub mul_value: i32,
     /// Activation after the stage.
     pub act: nvdla_loadable::dla::Activation,
+    /// Left shift of the ALU operand (int8).
+    pub shift: u8,
+    /// Right shift after the multiplier (int8).
+    pub truncate: u8,
+    /// Operand element precision (int8 one byte, int16 two, fp16).
+    pub operand_precision: nvdla_loadable::dla::Precision,
 }
 
 /// An SDP operation (fused behind a convolution or reading memory).
@@ -122,6 +130,8 @@ pub struct SdpOp {
     pub stages: [Option<SdpStage>; 3],
     /// Index in [`Program::luts`] of the LUT the Y stage applies, if any.
     pub lut: Option<usize>,
+    /// int8 output converter `(scale, shift)`: `out = v * scale >> shift`, saturated.
+    pub out_cvt: Option<(i16, u8)>,
 }
 
 /// A direct convolution (fully connected layers are convolutions too).

@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod calibrate;
 pub mod emit;
 pub mod engine;
 pub mod error;
@@ -17,6 +18,7 @@ pub mod pack;
 pub mod passes;
 pub mod plan;
 pub mod preprocess;
+pub mod quant;
 pub mod reference;
 pub mod sdp;
 pub mod target;
@@ -44,13 +46,23 @@ pub struct Compiled {
     pub seconds: f64,
 }
 
-/// Compiles a graph (from any front end) for `target`.
-pub fn compile_graph(mut graph: ir::Graph, target: &target::Target) -> Result<Compiled> {
+/// Compiles a graph (from any front end) for `target` (fp16; see [`compile_graph_with`]).
+pub fn compile_graph(graph: ir::Graph, target: &target::Target) -> Result<Compiled> {
+    compile_graph_with(graph, target, &lower::Quant::default())
+}
+
+/// Compiles a graph for `target` with int8 quantization inputs `quant` (its calibration
+/// refers to `graph`'s tensors, which the graph passes keep).
+pub fn compile_graph_with(
+    mut graph: ir::Graph,
+    target: &target::Target,
+    quant: &lower::Quant<'_>,
+) -> Result<Compiled> {
     let start = Instant::now();
     let source_layers = graph.nodes.len();
     graph.check().map_err(CompileError::Network)?;
     passes::run_all(&mut graph)?;
-    let mut program = lower::lower(&graph, target)?;
+    let mut program = lower::lower(&graph, target, quant)?;
     plan::plan(&mut program);
     let spec = emit::emit(&program, target)?;
     let loadable = spec.build();

@@ -11,22 +11,57 @@ use crate::engine::*;
 use crate::error::{CompileError, Result};
 use crate::ir::{Activation, EltwiseKind, Graph, Node, Op, PoolKind, TensorId};
 use crate::pack;
+use crate::quant::Calibration;
 use crate::sdp::{Refusal, SdpStages, Stage};
 use crate::target::{Precision, Target};
 use nvdla_loadable::dla::SdpAluType;
 use std::collections::HashMap;
 
+/// An SDP's encoded stages and, in int8, its output converter.
+type EncodedSdp = ([Option<crate::engine::SdpStage>; 3], Option<(i16, u8)>);
+
+/// int8 quantization inputs of the lowering.
+#[derive(Debug, Clone, Copy)]
+pub struct Quant<'a> {
+    /// Per-tensor scales (required for int8).
+    pub cal: Option<&'a Calibration>,
+    /// One weight scale per output channel (`per-filter`) instead of per layer
+    /// (`per-kernel`, upstream's default).
+    pub per_filter: bool,
+    /// Scale of a network input the calibration does not cover: the runtime feeds an int8
+    /// input as `round(pixel * 127 / 255)`, so with inputs meaning `pixel / normalize` this
+    /// is `255 / (127 * normalize)`.
+    pub input_scale: f32,
+}
+
+impl Default for Quant<'_> {
+    fn default() -> Self {
+        Self {
+            cal: None,
+            per_filter: true,
+            input_scale: 255.0 / 127.0,
+        }
+    }
+}
+
 /// Lower `g` for `t`.
-pub fn lower(g: &Graph, t: &Target) -> Result<Program> {
+pub fn lower(g: &Graph, t: &Target, q: &Quant<'_>) -> Result<Program> {
     let split = split_eltwise(g);
     let g = &split;
+    if t.precision == Precision::Int8 && q.cal.is_none() {
+        return Err(CompileError::Option(
+            "int8 needs a calibration (--calibtable or --calibrate)".into(),
+        ));
+    }
     let mut l = Lowering {
         g,
         t,
+        q: *q,
         p: Program::default(),
         surf: HashMap::new(),
         views: concat_views(g, t),
         done: vec![false; g.nodes.len()],
+        inherit: HashMap::new(),
     };
     for (i, &input) in g.inputs.iter().enumerate() {
         let s = l.new_surface(input, SurfKind::Input(i));
@@ -56,6 +91,9 @@ pub fn lower(g: &Graph, t: &Target) -> Result<Program> {
 struct Lowering<'a> {
     g: &'a Graph,
     t: &'a Target,
+    q: Quant<'a>,
+    /// int8 scales forced on tensors (pooling keeps its input's scale).
+    inherit: HashMap<TensorId, f32>,
     p: Program,
     /// The surface holding each computed tensor.
     surf: HashMap<TensorId, SurfId>,
@@ -157,7 +195,8 @@ impl Lowering<'_> {
     fn new_surface(&mut self, tid: TensorId, kind: SurfKind) -> SurfId {
         let shape = self.g.shape(tid);
         let (c, h, w) = (shape.c as u32, shape.h as u32, shape.w as u32);
-        let s = self.surface_geometry(&self.g.tensor(tid).name, c, h, w, kind);
+        let mut s = self.surface_geometry(&self.g.tensor(tid).name, c, h, w, kind);
+        s.scale = self.scale_of(tid, matches!(kind, SurfKind::Input(_)));
         let id = self.p.add_surface(s);
         self.surf.insert(tid, id);
         id
@@ -179,7 +218,89 @@ impl Lowering<'_> {
             surf_stride,
             size,
             offset: 0,
+            scale: 1.0,
         }
+    }
+
+    /// The int8 scale of tensor `tid` (1 for fp16; NaN when uncalibrated, reported where
+    /// it is needed).
+    fn scale_of(&self, tid: TensorId, input: bool) -> f32 {
+        if self.t.precision != Precision::Int8 {
+            return 1.0;
+        }
+        if let Some(&s) = self.inherit.get(&tid) {
+            return s;
+        }
+        match self.q.cal.and_then(|c| c.get(tid)) {
+            Some(s) => s,
+            None if input => self.q.input_scale,
+            None => f32::NAN,
+        }
+    }
+
+    /// The int8 scale of surface `id`, or an error naming its tensor.
+    fn require_scale(&self, id: SurfId) -> Result<f64> {
+        let s = self.p.surface(id);
+        if s.scale.is_finite() && s.scale > 0.0 {
+            Ok(f64::from(s.scale))
+        } else {
+            Err(CompileError::Network(format!(
+                "no int8 scale for tensor `{}`: the calibration table has no entry for it \
+                 (nor for the layer that produces it)",
+                s.name
+            )))
+        }
+    }
+
+    /// int8: an operation that cannot rescale (PDP, RUBIK) must write the scale it reads;
+    /// a destination whose scale is fixed otherwise (a concatenation) may differ.
+    fn check_scale_kept(&self, n: &Node, src: SurfId, dst: SurfId) -> Result<()> {
+        let (a, b) = (self.p.surface(src).scale, self.p.surface(dst).scale);
+        if self.t.precision == Precision::Int8 && (a - b).abs() > a.abs() * 1e-6 {
+            return Err(layer_err(
+                n,
+                format!(
+                    "int8: writes a tensor of scale {b:e} (e.g. a concatenation's) but cannot \
+                     rescale its input of scale {a:e}"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// For int8, the unit of an SDP reading surface `id` from memory: its scale on every
+    /// channel.
+    fn uniform_unit(&self, id: SurfId) -> Result<Option<Vec<f64>>> {
+        if self.t.precision != Precision::Int8 {
+            return Ok(None);
+        }
+        let s = self.require_scale(id)?;
+        Ok(Some(vec![s; self.p.surface(id).c as usize]))
+    }
+
+    /// Encodes an SDP operation's stages: fp16 directly; int8 from the input's unit
+    /// (`unit`, real value of one LSB of the int32 input per channel) to `dst`'s scale.
+    fn encode_sdp(
+        &mut self,
+        sdp: &SdpStages,
+        layer: &str,
+        dst: SurfId,
+        unit: Option<Vec<f64>>,
+    ) -> Result<EncodedSdp> {
+        let t = *self.t;
+        if t.precision != Precision::Int8 {
+            return Ok((sdp.encode(&mut self.p, &t, layer)?, None));
+        }
+        let out_scale = self.require_scale(dst)?;
+        let unit =
+            unit.ok_or_else(|| CompileError::Network(format!("{layer}: no int8 input unit")))?;
+        for other in sdp.operands() {
+            self.require_scale(other)?;
+        }
+        let scales: Vec<f64> = self.p.surfaces.iter().map(|s| f64::from(s.scale)).collect();
+        let scale_of = move |id: SurfId| scales[id.0];
+        let (stages, cvt) = sdp.encode_int8(&mut self.p, &t, layer, &unit, out_scale, &scale_of)?;
+        Ok((stages, Some(cvt)))
     }
 
     /// The surface an operation writes tensor `tid` to.
@@ -327,7 +448,7 @@ impl Lowering<'_> {
                     ));
                 }
                 if self.t.precision != Precision::Fp16 {
-                    return Err(layer_err(n, "LRN is implemented for fp16 only"));
+                    return Err(layer_err(n, "LRN is not implemented in int8 yet (fp16 is)"));
                 }
                 let src = self.input(n, 0)?;
                 let dst = self.output_surface(self.out_tensor(n)?);
@@ -552,6 +673,9 @@ impl Lowering<'_> {
             wp as u32,
             SurfKind::Pool,
         );
+        let mut phase_s = phase_s;
+        // int8: RUBIK moves bytes, so the phases carry the output's scale.
+        phase_s.scale = self.scale_of(out_t, false);
         let phase_id = self.p.add_surface(phase_s);
         self.emit_conv(
             i,
@@ -580,6 +704,8 @@ impl Lowering<'_> {
             full_w as u32,
             SurfKind::Pool,
         );
+        let mut full_s = full_s;
+        full_s.scale = self.scale_of(out_t, false);
         let full_id = self.p.add_surface(full_s);
         self.p.ops.push(HwOp {
             layers: vec![n.name.clone()],
@@ -613,7 +739,8 @@ impl Lowering<'_> {
         let dst = self.output_surface(out_t);
         let mut sdp = SdpStages::default();
         sdp.push(&t, Stage::Pass).map_err(|e| layer_err(n, e))?;
-        let stages = sdp.encode(&mut self.p, &t, &n.name)?;
+        let unit = self.uniform_unit(view_id)?;
+        let (stages, out_cvt) = self.encode_sdp(&sdp, &n.name, dst, unit)?;
         self.p.ops.push(HwOp {
             layers: vec![format!("{name}#crop")],
             kind: HwOpKind::Sdp(SdpOp {
@@ -621,6 +748,7 @@ impl Lowering<'_> {
                 dst,
                 stages,
                 lut: None,
+                out_cvt,
             }),
         });
         Ok(())
@@ -691,9 +819,36 @@ impl Lowering<'_> {
             return Err(layer_err(n, "dilation must be 1..=32"));
         }
         let bpk = kh * kw * s.c * t.bpe();
+        // int8: weights in units of a scale per output channel (per-filter) or one per
+        // layer (per-kernel); the accumulator's unit is input scale x weight scale.
+        let per_kernel = (kh * kw * s.c) as usize;
+        let mut weight_scales = vec![1.0f64; spec.kernels as usize];
+        let mut qweights = Vec::new();
+        if t.precision == Precision::Int8 {
+            let amax: Vec<f64> = spec
+                .weights
+                .chunks(per_kernel.max(1))
+                .map(|k| k.iter().fold(0.0f64, |m, v| m.max(f64::from(v.abs()))))
+                .collect();
+            let layer_max = amax.iter().fold(0.0f64, |m, v| m.max(*v));
+            for (k, a) in amax.iter().enumerate() {
+                let a = if self.q.per_filter { *a } else { layer_max };
+                weight_scales[k] = if a > 0.0 { a / 127.0 } else { 1.0 };
+            }
+            qweights = spec
+                .weights
+                .iter()
+                .enumerate()
+                .map(|(i, w)| (f64::from(*w) / weight_scales[i / per_kernel.max(1)]) as f32)
+                .collect();
+        }
         let packed = pack::conv_weights(
             &t,
-            &spec.weights,
+            if t.precision == Precision::Int8 {
+                &qweights
+            } else {
+                &spec.weights
+            },
             spec.kernels as usize,
             s.c as usize,
             kh as usize,
@@ -789,7 +944,13 @@ impl Lowering<'_> {
                 ),
             ));
         }
-        let stages = sdp.encode(&mut self.p, &t, &n.name)?;
+        let unit = if t.precision == Precision::Int8 {
+            let s_src = self.require_scale(spec.src)?;
+            Some(weight_scales.iter().map(|w| s_src * w).collect())
+        } else {
+            None
+        };
+        let (stages, out_cvt) = self.encode_sdp(&sdp, &n.name, dst, unit)?;
         let lut = sdp.lut();
         let mut o0 = 0;
         while o0 < out_h {
@@ -861,6 +1022,7 @@ impl Lowering<'_> {
                         dst: out,
                         stages: chunk_stages,
                         lut,
+                        out_cvt,
                     },
                 }),
             });
@@ -1065,7 +1227,8 @@ impl Lowering<'_> {
         let (last, fused) = self.fuse_elementwise(out, &mut sdp)?;
         layers.extend(fused);
         let dst = self.output_surface(last);
-        let stages = sdp.encode(&mut self.p, &t, &n.name)?;
+        let unit = self.uniform_unit(src)?;
+        let (stages, out_cvt) = self.encode_sdp(&sdp, &n.name, dst, unit)?;
         self.p.ops.push(HwOp {
             layers,
             kind: HwOpKind::Sdp(SdpOp {
@@ -1073,6 +1236,7 @@ impl Lowering<'_> {
                 dst,
                 stages,
                 lut: sdp.lut(),
+                out_cvt,
             }),
         });
         Ok(())
@@ -1111,6 +1275,8 @@ impl Lowering<'_> {
         let max = kind == PoolKind::Max;
         let mid =
             self.surface_geometry(&format!("{}#partial", n.name), s.c, mh, mw, SurfKind::Pool);
+        let mut mid = mid;
+        mid.scale = s.scale;
         let mid = self.p.add_surface(mid);
         self.p.ops.push(HwOp {
             layers: vec![format!("{}#1", n.name)],
@@ -1127,9 +1293,14 @@ impl Lowering<'_> {
         let padded = ah * mh * aw * mw;
         let exact = max || padded == s.h * s.w;
         let dst = if exact {
-            self.output_surface(out_t)
+            self.inherit.insert(out_t, s.scale);
+            let d = self.output_surface(out_t);
+            self.check_scale_kept(n, src, d)?;
+            d
         } else {
-            let g = self.surface_geometry(&format!("{}#sum", n.name), s.c, 1, 1, SurfKind::Pool);
+            let mut g =
+                self.surface_geometry(&format!("{}#sum", n.name), s.c, 1, 1, SurfKind::Pool);
+            g.scale = s.scale;
             self.p.add_surface(g)
         };
         self.p.ops.push(HwOp {
@@ -1157,7 +1328,8 @@ impl Lowering<'_> {
             .map_err(|e| layer_err(n, e))?;
             let (last, fused) = self.fuse_elementwise(out_t, &mut sdp)?;
             let out = self.output_surface(last);
-            let stages = sdp.encode(&mut self.p, &t, &n.name)?;
+            let unit = self.uniform_unit(dst)?;
+            let (stages, out_cvt) = self.encode_sdp(&sdp, &n.name, out, unit)?;
             let mut layers = vec![format!("{}#scale", n.name)];
             layers.extend(fused);
             self.p.ops.push(HwOp {
@@ -1167,6 +1339,7 @@ impl Lowering<'_> {
                     dst: out,
                     stages,
                     lut: None,
+                    out_cvt,
                 }),
             });
         }
@@ -1221,7 +1394,10 @@ impl Lowering<'_> {
         if [pt, pl, pb, pr].iter().any(|&v| v > 7) {
             return Err(layer_err(n, "PDP padding is at most 7"));
         }
+        // PDP cannot rescale: in int8 the output keeps the input's scale.
+        self.inherit.insert(out_t, s.scale);
         let dst = self.output_surface(out_t);
+        self.check_scale_kept(n, src, dst)?;
         self.p.ops.push(HwOp {
             layers: vec![n.name.clone()],
             kind: HwOpKind::Pdp(PdpOp {

@@ -1,10 +1,13 @@
 //! `nvdla-compiler`: Caffe models to NVDLA loadables, with upstream's command line.
 
 use clap::Parser;
+use nvdla_compiler::calibrate;
 use nvdla_compiler::frontend::{self, ModelFiles};
+use nvdla_compiler::lower::Quant;
 use nvdla_compiler::preprocess::{self, ChannelOrder, Preprocess};
+use nvdla_compiler::quant::{Calibration, RangeMethod};
 use nvdla_compiler::target::{Precision, Target};
-use nvdla_compiler::{compile_graph, passes, CompileError};
+use nvdla_compiler::{compile_graph_with, passes, CompileError};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -49,11 +52,28 @@ struct Args {
     /// JSON profile configuration (accepted for compatibility; not used).
     #[arg(long)]
     profilecfg: Option<PathBuf>,
-    /// int8 calibration table (used with `--cprecision int8`).
+    /// int8 calibration table: NVIDIA's JSON (`{"layer": {"scale": s, ...}}`) or a
+    /// TensorRT calibration cache (`TRT-...` then `name: hex` lines).
     #[arg(long)]
     calibtable: Option<PathBuf>,
-    /// int8 quantization: per-kernel or per-filter.
-    #[arg(long = "quantizationMode", default_value = "per-kernel")]
+    /// int8: calibrate on the images (.jpg, .pgm) in this directory with the compiler's
+    /// fp32 reference, fed as `nvdla-runtime --image` feeds them.
+    #[arg(long)]
+    calibrate: Option<PathBuf>,
+    /// With `--calibrate`: the network's input is `pixel / normalize` (as the runtime's
+    /// `--normalize`; the int8 input scale follows from it).
+    #[arg(long, default_value_t = 1.0)]
+    normalize: f32,
+    /// With `--calibrate`: `percentile` (99.99th percentile of magnitudes, the default) or
+    /// `max-abs`.
+    #[arg(long, default_value = "percentile", value_parser = ["percentile", "max-abs"])]
+    calib_method: String,
+    /// Save the calibration in NVIDIA's JSON format.
+    #[arg(long)]
+    write_calibtable: Option<PathBuf>,
+    /// int8 weights: `per-kernel` (one scale per layer, upstream's default) or
+    /// `per-filter` (one per output channel).
+    #[arg(long = "quantizationMode", default_value = "per-kernel", value_parser = ["per-kernel", "per-filter"])]
     quantization_mode: String,
     /// Batch size (only 1 is supported).
     #[arg(long, default_value_t = 1)]
@@ -87,11 +107,17 @@ fn run(a: &Args) -> Result<(), CompileError> {
             a.cprecision
         ))
     })?;
-    let _ = (&a.profilecfg, &a.calibtable, &a.quantization_mode);
-    if precision == Precision::Int8 {
+    let _ = &a.profilecfg;
+    if precision == Precision::Int8 && a.calibtable.is_none() && a.calibrate.is_none() {
         return Err(CompileError::Option(
-            "--cprecision int8 is not implemented yet (fp16 is)".into(),
+            "--cprecision int8 needs --calibtable FILE or --calibrate DIR".into(),
         ));
+    }
+    if !(a.normalize.is_finite() && a.normalize > 0.0) {
+        return Err(CompileError::Option(format!(
+            "--normalize {} must be positive",
+            a.normalize
+        )));
     }
     if a.batch != 1 {
         return Err(CompileError::Option("only --batch 1 is supported".into()));
@@ -148,7 +174,20 @@ fn run(a: &Args) -> Result<(), CompileError> {
         hw.name,
         a.cprecision
     ));
-    let compiled = compile_graph(graph, &target)?;
+    let calibration = calibration(a, &graph, &progress)?;
+    if let (Some(path), Some(cal)) = (&a.write_calibtable, &calibration) {
+        std::fs::write(path, cal.to_json(&graph)).map_err(|e| CompileError::Io {
+            path: path.clone(),
+            source: e,
+        })?;
+        progress(&format!("wrote calibration table {}", path.display()));
+    }
+    let quant = Quant {
+        cal: calibration.as_ref(),
+        per_filter: a.quantization_mode == "per-filter",
+        input_scale: 255.0 / (127.0 * a.normalize),
+    };
+    let compiled = compile_graph_with(graph, &target, &quant)?;
     if a.dump_ir {
         println!("{}", passes::dump(&compiled.graph));
     }
@@ -167,6 +206,53 @@ fn run(a: &Args) -> Result<(), CompileError> {
     progress(&format!("wrote {}", out.display()));
     eprintln!("{}", compiled.summary());
     Ok(())
+}
+
+/// The int8 calibration from `--calibtable` or `--calibrate`, if any.
+fn calibration(
+    a: &Args,
+    graph: &nvdla_compiler::ir::Graph,
+    progress: &dyn Fn(&str),
+) -> Result<Option<Calibration>, CompileError> {
+    if let Some(path) = &a.calibtable {
+        let text = std::fs::read_to_string(path).map_err(|e| CompileError::Io {
+            path: path.clone(),
+            source: e,
+        })?;
+        let cal = if text.trim_start().starts_with("TRT-") {
+            Calibration::from_trt_cache(graph, &text)
+        } else {
+            Calibration::from_json(graph, &text)
+        }
+        .map_err(|e| match e {
+            CompileError::Parse { reason, .. } => CompileError::Parse {
+                file: path.display().to_string(),
+                reason,
+            },
+            e => e,
+        })?;
+        progress(&format!(
+            "calibration table {}: {} tensors",
+            path.display(),
+            cal.scales.len()
+        ));
+        return Ok(Some(cal));
+    }
+    let Some(dir) = &a.calibrate else {
+        return Ok(None);
+    };
+    let images = calibrate::images_in(dir)?;
+    let method = if a.calib_method == "max-abs" {
+        RangeMethod::MaxAbs
+    } else {
+        RangeMethod::Percentile(99.99)
+    };
+    let cal = calibrate::from_images(graph, &images, a.normalize, method, &mut |i, n| {
+        if i == n || i % 10 == 0 {
+            progress(&format!("calibrating: {i}/{n} images"));
+        }
+    })?;
+    Ok(Some(cal))
 }
 
 fn main() -> ExitCode {

@@ -75,6 +75,20 @@ pub fn per_channel(t: &Target, alu: Option<&[f32]>, mul: Option<&[f32]>) -> Vec<
     out
 }
 
+/// Per-channel int16 operands (ALU, MUL pairs when both), padded to whole atoms.
+pub fn per_channel_i16(t: &Target, alu: Option<&[i64]>, mul: Option<&[i64]>) -> Vec<u8> {
+    let n = alu.or(mul).map_or(0, <[i64]>::len);
+    let mut out = Vec::with_capacity(n * 4);
+    for i in 0..n {
+        for v in [alu, mul].into_iter().flatten() {
+            out.extend_from_slice(&(v[i].clamp(-32768, 32767) as i16).to_le_bytes());
+        }
+    }
+    let padded = out.len().next_multiple_of(t.atom() as usize);
+    out.resize(padded.max(t.atom() as usize), 0);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

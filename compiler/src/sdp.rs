@@ -142,6 +142,18 @@ impl SdpStages {
         }
     }
 
+    /// The per-element operand surfaces.
+    pub fn operands(&self) -> Vec<SurfId> {
+        self.stages
+            .iter()
+            .flatten()
+            .filter_map(|(s, _)| match s {
+                Stage::Eltwise { other, .. } => Some(*other),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// The LUT index used, if any.
     pub fn lut(&self) -> Option<usize> {
         self.stages.iter().flatten().find_map(|(s, _)| match s {
@@ -220,6 +232,9 @@ fn encode(
         alu_value: 0,
         mul_value: 0,
         act,
+        shift: 0,
+        truncate: 0,
+        operand_precision: prec.dla(),
     };
     Ok(match stage {
         Stage::Pass => base,
@@ -299,6 +314,313 @@ fn encode(
                     operand: Operand::PerChannel(blob),
                     ..base
                 }
+            }
+        }
+    })
+}
+
+/// What an int8 SDP operation computes on its int32 input, and how its output is
+/// quantized: the stages and the output converter `(scale, shift)`.
+pub type Int8Encoding = ([Option<SdpStage>; 3], (i16, u8));
+
+/// One stage of the int8 plan, before encoding.
+enum Phys {
+    /// `v' = (a*u/T) * (v + b/(a*u))`: from per-channel unit `u` to the uniform unit `T`.
+    Affine {
+        a: Vec<f64>,
+        b: Vec<f64>,
+        u: Vec<f64>,
+        target: f64,
+        act: Act,
+    },
+    /// Negative values times `slope`.
+    PRelu(Vec<f64>),
+    /// `v alu (q_other << shift)` or `v * q_other`.
+    Eltwise {
+        alu: SdpAluType,
+        mul: bool,
+        other: SurfId,
+        shift: u8,
+        act: Act,
+    },
+    /// Only an activation.
+    Pass(Act),
+}
+
+/// Largest multiplier of a stage or converter (int16) and largest shifts.
+const MAX_M: i64 = 32767;
+const MAX_TRUNCATE: u32 = 63;
+const MAX_ALU_SHIFT: u32 = 31;
+
+/// Bits of headroom kept below the output unit in intermediate stages.
+const GUARD_BITS: i32 = 8;
+
+impl SdpStages {
+    /// Encodes the stages for int8: the input is an int32 value whose real value is
+    /// `v * unit[c]`, the output is int8 with `real = q * out_scale`; `scale_of` gives the
+    /// scale of a per-element operand surface. X1/X2 compute `(v + a << shift) * m >> t`;
+    /// the output converter `v * scale >> shift` makes the last step to `out_scale` and
+    /// saturates.
+    pub fn encode_int8(
+        &self,
+        p: &mut Program,
+        t: &Target,
+        layer: &str,
+        unit: &[f64],
+        out_scale: f64,
+        scale_of: &dyn Fn(SurfId) -> f64,
+    ) -> Result<Int8Encoding> {
+        let c = unit.len();
+        let err = |m: String| CompileError::layer(layer, "SDP", m);
+        let sem: Vec<(&Stage, Act)> = self.stages.iter().flatten().map(|(s, a)| (s, *a)).collect();
+        // The unit an eltwise operand needs the value in: its scale / 2^shift, near the
+        // output's unit with guard bits.
+        let elt_target = |other: SurfId| -> (f64, u8) {
+            let so = scale_of(other);
+            let sh = ((so / out_scale).log2().round() as i32 + GUARD_BITS)
+                .clamp(0, MAX_ALU_SHIFT as i32);
+            (so / 2f64.powi(sh), sh as u8)
+        };
+        let mut phys: Vec<Phys> = Vec::new();
+        let mut u: Vec<f64> = unit.to_vec();
+        for (i, (stage, act)) in sem.iter().enumerate() {
+            // The unit the next eltwise (if this stage feeds one) needs.
+            let next_elt = sem.get(i + 1).and_then(|(s, _)| match s {
+                Stage::Eltwise {
+                    mul: false, other, ..
+                } => Some(elt_target(*other)),
+                _ => None,
+            });
+            let intermediate = sem[i + 1..]
+                .iter()
+                .any(|(s, _)| matches!(s, Stage::Affine { .. } | Stage::Eltwise { .. }));
+            let target = next_elt.map_or(
+                if intermediate {
+                    out_scale / 2f64.powi(GUARD_BITS)
+                } else {
+                    out_scale
+                },
+                |(tu, _)| tu,
+            );
+            match stage {
+                Stage::Affine { scale, bias } => {
+                    let a: Vec<f64> = (0..c)
+                        .map(|k| scale.as_ref().map_or(1.0, |s| f64::from(s[k])))
+                        .collect();
+                    let b: Vec<f64> = (0..c)
+                        .map(|k| bias.as_ref().map_or(0.0, |s| f64::from(s[k])))
+                        .collect();
+                    phys.push(Phys::Affine {
+                        a,
+                        b,
+                        u: u.clone(),
+                        target,
+                        act: *act,
+                    });
+                    u = vec![target; c];
+                }
+                Stage::PRelu(sl) => {
+                    phys.push(Phys::PRelu(sl.iter().map(|&v| f64::from(v)).collect()));
+                }
+                Stage::Pass => phys.push(Phys::Pass(*act)),
+                Stage::Eltwise { alu, mul, other } => {
+                    let shift = if *mul {
+                        0
+                    } else {
+                        let (tu, sh) = elt_target(*other);
+                        let uniform_at = u.iter().all(|&x| (x - tu).abs() <= tu * 1e-9);
+                        if !uniform_at {
+                            phys.push(Phys::Affine {
+                                a: vec![1.0; c],
+                                b: vec![0.0; c],
+                                u: u.clone(),
+                                target: tu,
+                                act: Act::None,
+                            });
+                            u = vec![tu; c];
+                        }
+                        sh
+                    };
+                    if *mul {
+                        let so = scale_of(*other);
+                        u.iter_mut().for_each(|x| *x *= so);
+                    }
+                    phys.push(Phys::Eltwise {
+                        alu: *alu,
+                        mul: *mul,
+                        other: *other,
+                        shift,
+                        act: *act,
+                    });
+                }
+                Stage::Lut(_) => {
+                    return Err(err(
+                        "lookup tables (sigmoid, tanh) are not implemented in int8 yet".into(),
+                    ))
+                }
+            }
+        }
+        // A unit that differs per channel needs a stage to make it uniform for the output
+        // converter.
+        let uniform = u.iter().all(|&x| (x - u[0]).abs() <= u[0].abs() * 1e-9);
+        if !uniform {
+            phys.push(Phys::Affine {
+                a: vec![1.0; c],
+                b: vec![0.0; c],
+                u: u.clone(),
+                target: out_scale,
+                act: Act::None,
+            });
+            u = vec![out_scale; c];
+        }
+        let (cvt_m, cvt_s) = crate::quant::fixed_point(u[0] / out_scale, MAX_M, MAX_TRUNCATE);
+        if cvt_m == 0 {
+            return Err(err(format!(
+                "the output scale {out_scale:e} is out of range of the converter for unit {:e}",
+                u[0]
+            )));
+        }
+
+        // Slots: X1 and X2 (the Y unit computes in another order and is not used in int8).
+        let slots: Vec<usize> = (0..2).filter(|&i| Self::available(t, i)).collect();
+        if phys.len() > slots.len() {
+            return Err(err(format!(
+                "needs {} SDP stages in int8, {} has {}",
+                phys.len(),
+                t.hw.name,
+                slots.len()
+            )));
+        }
+        let mut out = [None; 3];
+        for (ph, &slot) in phys.iter().zip(&slots) {
+            out[slot] = Some(encode_int8_stage(p, t, layer, ph).map_err(err)?);
+        }
+        Ok((out, (cvt_m as i16, cvt_s as u8)))
+    }
+}
+
+fn encode_int8_stage(
+    p: &mut Program,
+    t: &Target,
+    layer: &str,
+    ph: &Phys,
+) -> std::result::Result<SdpStage, String> {
+    use nvdla_loadable::dla::Precision as DP;
+    let base = SdpStage {
+        op_type: SdpOpType::None,
+        alu_type: SdpAluType::Sum,
+        operand: Operand::PerLayer(0),
+        alu_value: 0,
+        mul_value: 0,
+        act: Act::None,
+        shift: 0,
+        truncate: 0,
+        operand_precision: DP::Int16,
+    };
+    Ok(match ph {
+        Phys::Pass(act) => SdpStage { act: *act, ..base },
+        Phys::PRelu(slopes) => {
+            let (m, tr) = crate::quant::fixed_point_common(slopes, MAX_M, MAX_TRUNCATE);
+            let operand = if m.iter().all(|&x| x == m[0]) {
+                Operand::PerLayer(0)
+            } else {
+                Operand::PerChannel(p.add_blob(
+                    format!("{layer}-slopes"),
+                    crate::pack::per_channel_i16(t, None, Some(&m)),
+                ))
+            };
+            SdpStage {
+                op_type: SdpOpType::Mul,
+                operand,
+                mul_value: m[0] as i32,
+                truncate: tr as u8,
+                act: Act::Prelu,
+                ..base
+            }
+        }
+        Phys::Eltwise {
+            alu,
+            mul,
+            other,
+            shift,
+            act,
+        } => SdpStage {
+            op_type: if *mul { SdpOpType::Mul } else { SdpOpType::Add },
+            alu_type: *alu,
+            operand: Operand::PerElement(*other),
+            shift: *shift,
+            act: *act,
+            operand_precision: DP::Int8,
+            ..base
+        },
+        Phys::Affine {
+            a,
+            b,
+            u,
+            target,
+            act,
+        } => {
+            let c = a.len();
+            let mut alu = vec![0.0f64; c];
+            let mut mul = vec![0.0f64; c];
+            for k in 0..c {
+                let au = a[k] * u[k];
+                if au == 0.0 {
+                    if b[k] != 0.0 {
+                        return Err(
+                            "a channel scaled by 0 with a bias cannot be encoded in int8".into(),
+                        );
+                    }
+                    continue;
+                }
+                alu[k] = b[k] / au;
+                mul[k] = au / target;
+            }
+            let has_alu = alu.iter().any(|&x| x != 0.0);
+            // ALU operand: int16 after a common left shift.
+            let peak = alu.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+            let mut sh = 0u32;
+            while sh < MAX_ALU_SHIFT && peak / 2f64.powi(sh as i32) > MAX_M as f64 {
+                sh += 1;
+            }
+            let alu_q: Vec<i64> = alu
+                .iter()
+                .map(|x| ((x / 2f64.powi(sh as i32)).round() as i64).clamp(-MAX_M, MAX_M))
+                .collect();
+            let (mul_q, tr) = crate::quant::fixed_point_common(&mul, MAX_M, MAX_TRUNCATE);
+            if mul.iter().zip(&mul_q).any(|(r, q)| *r != 0.0 && *q == 0) {
+                return Err(format!(
+                    "per-channel rescale factors span more than the 16-bit multiplier holds \
+                     (from {:e} to {:e})",
+                    mul.iter()
+                        .filter(|x| **x != 0.0)
+                        .fold(f64::MAX, |m, x| m.min(x.abs())),
+                    mul.iter().fold(0.0f64, |m, x| m.max(x.abs()))
+                ));
+            }
+            let op_type = if has_alu {
+                SdpOpType::Both
+            } else {
+                SdpOpType::Mul
+            };
+            let same = |v: &[i64]| v.iter().all(|&x| x == v[0]);
+            let operand = if same(&mul_q) && same(&alu_q) {
+                Operand::PerLayer(0)
+            } else {
+                Operand::PerChannel(p.add_blob(
+                    format!("{layer}-requant"),
+                    crate::pack::per_channel_i16(t, has_alu.then_some(&alu_q[..]), Some(&mul_q)),
+                ))
+            };
+            SdpStage {
+                op_type,
+                operand,
+                alu_value: alu_q[0] as i32,
+                mul_value: mul_q[0] as i32,
+                shift: sh as u8,
+                truncate: tr as u8,
+                act: *act,
+                ..base
             }
         }
     })
