@@ -47,7 +47,8 @@ impl Default for Quant<'_> {
 /// Lower `g` for `t`.
 pub fn lower(g: &Graph, t: &Target, q: &Quant<'_>) -> Result<Program> {
     let split = split_eltwise(g);
-    let g = &split;
+    let (placed, like) = place_concats(&split, t);
+    let g = &placed;
     if t.precision == Precision::Int8 && q.cal.is_none() {
         return Err(CompileError::Option(
             "int8 needs a calibration (--calibtable or --calibrate)".into(),
@@ -63,6 +64,11 @@ pub fn lower(g: &Graph, t: &Target, q: &Quant<'_>) -> Result<Program> {
         done: vec![false; g.nodes.len()],
         inherit: HashMap::new(),
     };
+    // Tensors the concatenation rewrite added take the concatenation's scale.
+    for (new, orig) in like {
+        let scale = l.scale_of(orig, false);
+        l.inherit.insert(new, scale);
+    }
     for (i, &input) in g.inputs.iter().enumerate() {
         let s = l.new_surface(input, SurfKind::Input(i));
         l.p.inputs.push(s);
@@ -152,6 +158,100 @@ fn split_eltwise(g: &Graph) -> Graph {
         }
     }
     out
+}
+
+/// Concatenations whose inputs cannot be written into one surface in place (an input
+/// starting inside a memory atom, or read elsewhere too) become placements: each input
+/// through a 1x1 convolution that puts its channels at their offset of the full width,
+/// summed in turn by the SDP of the next placement. Returns the graph and, for each new
+/// tensor, the concatenation output whose int8 scale it takes.
+fn place_concats(g: &Graph, t: &Target) -> (Graph, Vec<(TensorId, TensorId)>) {
+    let views = concat_views(g, t);
+    let mut out = Graph {
+        name: g.name.clone(),
+        tensors: g.tensors.clone(),
+        nodes: Vec::with_capacity(g.nodes.len()),
+        inputs: g.inputs.clone(),
+        outputs: g.outputs.clone(),
+    };
+    let mut like = Vec::new();
+    for n in &g.nodes {
+        let viewable = n.inputs.iter().all(|i| views.contains_key(i));
+        if !matches!(n.op, Op::Concat) || viewable || n.outputs.len() != 1 || n.inputs.len() < 2 {
+            out.nodes.push(n.clone());
+            continue;
+        }
+        let y = n.outputs[0];
+        let shape = g.shape(y);
+        let total = shape.c;
+        let mut offset = 0usize;
+        let mut acc: Option<TensorId> = None;
+        let last = n.inputs.len() - 1;
+        for (i, &x) in n.inputs.iter().enumerate() {
+            let c = g.shape(x).c;
+            let mut w = vec![0.0f32; total * c];
+            for k in 0..c {
+                w[(offset + k) * c + k] = 1.0;
+            }
+            offset += c;
+            let placed = if i == 0 && last == 0 {
+                y
+            } else {
+                let t = out.add_tensor(format!("{}#place{i}", g.tensor(y).name), shape);
+                like.push((t, y));
+                t
+            };
+            out.nodes.push(Node {
+                name: format!("{}#place{i}", n.name),
+                source_type: n.source_type.clone(),
+                op: Op::Conv(crate::ir::Conv {
+                    window: crate::ir::Window {
+                        kernel: [1, 1],
+                        stride: [1, 1],
+                        pad: [0; 4],
+                        dilation: [1, 1],
+                    },
+                    groups: 1,
+                    out_channels: total,
+                    weight: crate::ir::Weights {
+                        dims: vec![total, c, 1, 1],
+                        data: w,
+                    },
+                    bias: None,
+                }),
+                inputs: vec![x],
+                outputs: vec![placed],
+            });
+            acc = Some(match acc {
+                None => placed,
+                Some(prev) => {
+                    let sum = if i == last {
+                        y
+                    } else {
+                        let t = out.add_tensor(format!("{}#acc{i}", g.tensor(y).name), shape);
+                        like.push((t, y));
+                        t
+                    };
+                    out.nodes.push(Node {
+                        name: if i == last {
+                            n.name.clone()
+                        } else {
+                            format!("{}#acc{i}", n.name)
+                        },
+                        source_type: n.source_type.clone(),
+                        op: Op::Eltwise {
+                            kind: EltwiseKind::Sum,
+                            coeffs: vec![],
+                        },
+                        inputs: vec![prev, placed],
+                        outputs: vec![sum],
+                    });
+                    sum
+                }
+            });
+        }
+    }
+    (out, like)
 }
 
 /// Which concatenation inputs can be written straight into the concatenation's output:

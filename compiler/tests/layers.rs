@@ -60,6 +60,25 @@ fn out_size(i: usize, k: usize, s: usize, p0: usize, p1: usize, d: usize) -> usi
     (i + p0 + p1 - (d * (k - 1) + 1)) / s + 1
 }
 
+/// int8 on nv_small (X1/X2 only, 8-byte atoms) and nv_full, per-filter and per-kernel:
+/// errors relative to the largest reference value; the tolerance covers int8 steps of the
+/// input, weights and output (about 1/127 each) through a few layers.
+fn check_int8(g: &Graph, tol: f32, what: &str) {
+    let mut rng = Rng(0x51ed_270b_2a3f_91c5);
+    let s = g.shape(g.inputs[0]);
+    let input = rng.vec(s.elements(), 1.0);
+    for config in ["nv_small", "nv_full"] {
+        for per_filter in [true, false] {
+            let (got, want) = run_int8(g, config, &input, per_filter);
+            let err = max_rel_err(&got, &want);
+            eprintln!("{what} int8 {config} per-filter={per_filter}: max relative error {err:.2e}");
+            assert!(err <= tol, "{what} int8 {config}: error {err} above {tol}");
+        }
+    }
+}
+
+const INT8_TOL: f32 = 0.04;
+
 fn check(g: &Graph, tol: f32, what: &str) {
     g.check().unwrap();
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
@@ -114,6 +133,7 @@ fn convolution_padding_bias() {
     );
     finish(&mut g, y);
     check(&g, CONV_TOL, "conv 3x3 pad 1");
+    check_int8(&g, INT8_TOL, "conv 3x3 pad 1");
 }
 
 #[test]
@@ -134,6 +154,7 @@ fn convolution_stride_dilation_asymmetric_padding() {
     );
     finish(&mut g, y);
     check(&g, CONV_TOL, "conv stride 2x1 dilation 2x1");
+    check_int8(&g, INT8_TOL, "conv stride 2x1 dilation 2x1");
 }
 
 #[test]
@@ -186,6 +207,7 @@ fn grouped_and_depthwise_convolution() {
     );
     finish(&mut g, b);
     check(&g, CONV_TOL, "grouped + depthwise conv");
+    check_int8(&g, INT8_TOL, "grouped + depthwise conv");
 }
 
 #[test]
@@ -213,6 +235,7 @@ fn fully_connected_after_flatten() {
     );
     finish(&mut g, r);
     check(&g, CONV_TOL, "flatten + fully connected + relu");
+    check_int8(&g, INT8_TOL, "flatten + fully connected + relu");
 }
 
 fn pool(kind: PoolKind, k: usize, s: usize, pad: usize, ceil: bool) -> Op {
@@ -242,6 +265,7 @@ fn max_pooling_ceil_mode() {
     );
     finish(&mut g, y);
     check(&g, 1e-3, "max pool 3x3/2 ceil");
+    check_int8(&g, INT8_TOL, "max pool 3x3/2 ceil");
 }
 
 #[test]
@@ -257,6 +281,7 @@ fn average_pooling_with_padding() {
     );
     finish(&mut g, y);
     check(&g, 2e-3, "average pool 3x3/1 pad 1");
+    check_int8(&g, INT8_TOL, "average pool 3x3/1 pad 1");
 }
 
 #[test]
@@ -297,6 +322,7 @@ fn standalone_activations_after_pooling() {
     let y = node(&mut g, "prelu", pr, &[l], Shape::new(1, 16, 3, 3));
     finish(&mut g, y);
     check(&g, 2e-3, "leaky relu + prelu on SDP");
+    check_int8(&g, INT8_TOL, "leaky relu + prelu on SDP");
 }
 
 #[test]
@@ -352,6 +378,7 @@ fn softmax_on_the_cpu() {
     let s = node(&mut g, "prob", Op::Softmax, &[y], Shape::new(1, 10, 1, 1));
     finish(&mut g, s);
     check(&g, 2e-3, "fully connected + softmax");
+    check_int8(&g, INT8_TOL, "fully connected + softmax");
 }
 
 #[test]
@@ -425,6 +452,7 @@ fn batchnorm_and_scale_fold_and_standalone() {
     );
     finish(&mut g, r);
     check(&g, CONV_TOL, "batchnorm + scale, folded and on SDP");
+    check_int8(&g, INT8_TOL, "batchnorm + scale, folded and on SDP");
 }
 
 #[test]
@@ -438,6 +466,7 @@ fn power_affine() {
     let y = node(&mut g, "power", op, &[x], Shape::new(1, 8, 4, 4));
     finish(&mut g, y);
     check(&g, 2e-3, "power 1 (scale, shift)");
+    check_int8(&g, INT8_TOL, "power 1 (scale, shift)");
 }
 
 fn eltwise_net(kind: EltwiseKind, coeffs: Vec<f32>, inputs: usize) -> Graph {
@@ -557,6 +586,7 @@ fn concat_without_copies() {
     );
     finish(&mut g, y);
     check(&g, CONV_TOL, "concat of two convolutions");
+    check_int8(&g, INT8_TOL, "concat of two convolutions");
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -673,6 +703,7 @@ fn convolution_split_by_rows_for_the_cbuf() {
     );
     finish(&mut g, e);
     check(&g, CONV_TOL, "convolution split by rows");
+    check_int8(&g, INT8_TOL, "convolution split by rows");
 }
 
 #[test]

@@ -132,3 +132,85 @@ pub fn graph(c: usize, h: usize, w: usize) -> (Graph, TensorId) {
     g.inputs.push(x);
     (g, x)
 }
+
+/// NCHW f32 values to an int8 NCxHWx surface (`q = round(v / scale)`).
+pub fn to_surface_i8(
+    v: &[f32],
+    (c, h, w): (usize, usize, usize),
+    atom: usize,
+    size: usize,
+    scale: f32,
+) -> Vec<u8> {
+    let mut out = vec![0u8; size];
+    for ch in 0..c {
+        for y in 0..h {
+            for x in 0..w {
+                let o = ((ch / atom) * h * w + y * w + x) * atom + ch % atom;
+                out[o] = nvdla_compiler::quant::q8(v[(ch * h + y) * w + x], scale) as u8;
+            }
+        }
+    }
+    out
+}
+
+/// An int8 NCxHWx surface to NCHW f32 values (`q * scale`).
+pub fn from_surface_i8(
+    b: &[u8],
+    (c, h, w): (usize, usize, usize),
+    atom: usize,
+    (line, surf): (usize, usize),
+    scale: f32,
+) -> Vec<f32> {
+    let mut out = vec![0.0; c * h * w];
+    for ch in 0..c {
+        for y in 0..h {
+            for x in 0..w {
+                let o = (ch / atom) * surf + y * line + x * atom + ch % atom;
+                out[(ch * h + y) * w + x] = f32::from(b[o] as i8) * scale;
+            }
+        }
+    }
+    out
+}
+
+/// Compiles `g` for `config` in int8, calibrated (max-abs) on the reference's values for
+/// `input` itself, runs it on the VP, and returns (hardware output, reference output).
+pub fn run_int8(g: &Graph, config: &str, input: &[f32], per_filter: bool) -> (Vec<f32>, Vec<f32>) {
+    use nvdla_compiler::quant::{Calibration, RangeMethod};
+    let reference = nvdla_compiler::reference::run(g, &[(g.inputs[0], input.to_vec())]).unwrap();
+    let want = reference[g.outputs[0].0].clone();
+    let cal = Calibration::from_activations(&reference, RangeMethod::MaxAbs);
+    let hw = nvdla_hw::Config::by_name(config).unwrap();
+    let target = Target::new(hw, Precision::Int8).unwrap();
+    let quant = nvdla_compiler::lower::Quant {
+        cal: Some(&cal),
+        per_filter,
+        input_scale: 1.0,
+    };
+    let compiled = nvdla_compiler::compile_graph_with(g.clone(), &target, &quant)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut dev = device(config);
+    let mut rt = Runtime::load(dev.as_mut(), &compiled.loadable).unwrap();
+    let ti = rt.tensor(Direction::Input, 0).unwrap().clone();
+    let s = g.shape(g.inputs[0]);
+    let atom = hw.memory_atomic as usize;
+    let in_scale = compiled.program.surface(compiled.program.inputs[0]).scale;
+    let data = to_surface_i8(input, (s.c, s.h, s.w), atom, ti.size as usize, in_scale);
+    rt.write_input(dev.as_mut(), 0, &data).unwrap();
+    rt.run(dev.as_mut(), &RunOptions::default(), &mut |_| {})
+        .unwrap_or_else(|e| panic!("{e}"));
+    let to = rt.tensor(Direction::Output, 0).unwrap().clone();
+    let out = rt.read_output(dev.as_mut(), 0).unwrap();
+    rt.release(dev.as_mut());
+    let o = g.shape(g.outputs[0]);
+    // The scale the compiler gave the output (pooling keeps its input's, for example).
+    let out_scale = compiled.program.surface(compiled.program.outputs[0]).scale;
+    let got = from_surface_i8(
+        &out,
+        (o.c, o.h, o.w),
+        atom,
+        (to.strides[1] as usize, to.strides[2] as usize),
+        out_scale,
+    );
+    (got, want)
+}

@@ -24,13 +24,14 @@
 //! [`CompileError::Parse`] (with line and column) for text that is not protobuf text
 //! format and bytes that are not a `NetParameter`; nothing here panics on bad input.
 //!
-//! Modules: [`text`] (the text-format parser), [`proto`] (the binary messages), and the
-//! private layer mapping.
+//! Modules: [`text`] (the text-format parser), [`proto`] (the binary messages), [`synth`]
+//! (random trained weights for a prototxt, for tests), and the private layer mapping.
 
 mod layers;
 mod net;
 mod params;
 pub mod proto;
+pub mod synth;
 pub mod text;
 mod weights;
 
