@@ -7,6 +7,7 @@
 #![warn(missing_docs)]
 
 pub mod calibrate;
+pub mod compare;
 pub mod emit;
 pub mod engine;
 pub mod error;
@@ -54,16 +55,35 @@ pub fn compile_graph(graph: ir::Graph, target: &target::Target) -> Result<Compil
 /// Compiles a graph for `target` with int8 quantization inputs `quant` (its calibration
 /// refers to `graph`'s tensors, which the graph passes keep).
 pub fn compile_graph_with(
+    graph: ir::Graph,
+    target: &target::Target,
+    quant: &lower::Quant<'_>,
+) -> Result<Compiled> {
+    compile(graph, target, quant, true)
+}
+
+/// Like [`compile_graph_with`], but every activation keeps its own memory, so that each
+/// layer's output can be read after a run (the per-layer comparison, [`compare`]).
+pub fn compile_graph_debug(
+    graph: ir::Graph,
+    target: &target::Target,
+    quant: &lower::Quant<'_>,
+) -> Result<Compiled> {
+    compile(graph, target, quant, false)
+}
+
+fn compile(
     mut graph: ir::Graph,
     target: &target::Target,
     quant: &lower::Quant<'_>,
+    reuse: bool,
 ) -> Result<Compiled> {
     let start = Instant::now();
     let source_layers = graph.nodes.len();
     graph.check().map_err(CompileError::Network)?;
     passes::run_all(&mut graph)?;
     let mut program = lower::lower(&graph, target, quant)?;
-    plan::plan(&mut program);
+    plan::plan(&mut program, reuse);
     let spec = emit::emit(&program, target)?;
     let loadable = spec.build();
     Ok(Compiled {

@@ -78,6 +78,14 @@ struct Args {
     /// Batch size (only 1 is supported).
     #[arg(long, default_value_t = 1)]
     batch: u32,
+    /// Per-layer comparison: compile with every layer's output kept, run on the built-in
+    /// virtual platform with this image (fed as `nvdla-runtime --image` does, with
+    /// `--normalize`), and print each layer's error against the fp32 reference.
+    #[arg(long, value_name = "IMAGE")]
+    compare: Option<PathBuf>,
+    /// With `--compare`: print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
     /// Print the graph after the graph passes.
     #[arg(long)]
     dump_ir: bool,
@@ -187,7 +195,31 @@ fn run(a: &Args) -> Result<(), CompileError> {
         per_filter: a.quantization_mode == "per-filter",
         input_scale: 255.0 / (127.0 * a.normalize),
     };
-    let compiled = compile_graph_with(graph, &target, &quant)?;
+    let compiled = if a.compare.is_some() {
+        nvdla_compiler::compile_graph_debug(graph, &target, &quant)?
+    } else {
+        compile_graph_with(graph, &target, &quant)?
+    };
+    if let Some(image) = &a.compare {
+        if a.normalize.fract() != 0.0 || !(1.0..=255.0).contains(&a.normalize) {
+            return Err(CompileError::Option(
+                "--compare feeds the image as nvdla-runtime does: --normalize must be an \
+                 integer from 1 to 255"
+                    .into(),
+            ));
+        }
+        progress(&format!(
+            "running on the {} model with {}",
+            hw.name,
+            image.display()
+        ));
+        let rows = nvdla_compiler::compare::compare(&compiled, &target, image, a.normalize as u8)?;
+        if a.json {
+            println!("{}", nvdla_compiler::compare::json(&rows));
+        } else {
+            print!("{}", nvdla_compiler::compare::table(&rows));
+        }
+    }
     if a.dump_ir {
         println!("{}", passes::dump(&compiled.graph));
     }

@@ -12,8 +12,9 @@ use crate::engine::{Program, SurfId, SurfKind};
 /// configuration is 32 bytes; CDMA weight and SDP operand reads are happy with 256).
 pub const ALIGN: u64 = 256;
 
-/// Fill in blob and surface offsets and the memory sizes.
-pub fn plan(p: &mut Program) {
+/// Fill in blob and surface offsets and the memory sizes; with `reuse` false every
+/// activation keeps its own bytes (for reading every layer's output after a run).
+pub fn plan(p: &mut Program, reuse: bool) {
     let mut off = 0u64;
     for b in &mut p.blobs {
         b.offset = off;
@@ -46,7 +47,7 @@ pub fn plan(p: &mut Program) {
         let size = u64::from(p.surfaces[i].size).next_multiple_of(ALIGN);
         let mut busy: Vec<(u64, u64)> = placed
             .iter()
-            .filter(|(_, _, f, l)| *f <= last[i] && first[i] <= *l)
+            .filter(|(_, _, f, l)| !reuse || (*f <= last[i] && first[i] <= *l))
             .map(|(s, e, _, _)| (*s, *e))
             .collect();
         busy.sort();

@@ -851,4 +851,70 @@ mod tests {
         assert_eq!(g.offset(2, 0, 0, 0), 2 * 140); // second group
         assert_eq!(g.offset(2, 69, 1, 0), 3 * 140 - 1); // last byte
     }
+
+    #[test]
+    fn post_extension_weight_offsets_follow_the_cmodel_stripe_order() {
+        // `SendWeightToMacSequencerDirectConvCommon` (nvdlav1 cmod/csc) with
+        // post_y_extension > 1: byte `kernel * super_atom + stripe * ideal_super_atom *
+        // kernels_in_group + group * byte_per_kernel * KERNEL_PER_GROUP`, where a super
+        // atom is `y_ext` rows of `C` elements (the last stripe: the remaining rows), rows
+        // then channels inside it.
+        for (k, c, r, group, bpe, y_ext) in [
+            (20, 20, 5, 16, 2, 2), // LeNet conv1, fp16 (NVIDIA's nv_full loadable)
+            (20, 20, 5, 32, 1, 2), // the same in int8
+            (7, 12, 7, 4, 2, 4),
+            (5, 8, 6, 32, 1, 4),
+            (3, 16, 4, 16, 2, 4),
+            (35, 30, 3, 16, 2, 2),
+        ] {
+            let g = WeightGeom {
+                k,
+                c,
+                r,
+                s: 1,
+                group,
+                block: 64,
+                bpe,
+                y_ext,
+            };
+            let stripes = r.div_ceil(y_ext);
+            let ideal = c * bpe * y_ext;
+            let last = c * bpe * if r % y_ext == 0 { y_ext } else { r % y_ext };
+            let mut hit = vec![0u8; k * g.bytes_per_kernel()];
+            for kk in 0..k {
+                let kg = kk / group;
+                let in_group = group.min(k - kg * group);
+                for rr in 0..r {
+                    let st = rr / y_ext;
+                    let atom = if st == stripes - 1 { last } else { ideal };
+                    let base = (kk % group) * atom
+                        + st * ideal * in_group
+                        + kg * g.bytes_per_kernel() * group;
+                    for cc in 0..c {
+                        let want = base + ((rr % y_ext) * c + cc) * bpe;
+                        assert_eq!(g.offset(kk, cc, rr, 0), want, "{k} {c} {r} {y_ext}");
+                        hit[want] += 1;
+                    }
+                }
+            }
+            // A bijection onto the weight surface (each element once).
+            assert!(hit.chunks(bpe).all(|e| e[0] == 1), "{k} {c} {r} {y_ext}");
+        }
+        // LeNet conv1 in fp16: kernel row 2 is read from element 640, where NVIDIA's
+        // compiler (`execWtTrnsOpsForIMGPostCE`) stores row 3 (docs/vp.md).
+        let g = WeightGeom {
+            k: 20,
+            c: 20,
+            r: 5,
+            s: 1,
+            group: 16,
+            block: 64,
+            bpe: 2,
+            y_ext: 2,
+        };
+        assert_eq!(g.offset(0, 0, 2, 0), 640 * 2);
+        assert_eq!(g.offset(1, 0, 2, 0), 680 * 2);
+        assert_eq!(g.offset(0, 0, 4, 0), 1280 * 2);
+        assert_eq!(g.offset(16, 0, 2, 0), (1600 + 160) * 2);
+    }
 }
