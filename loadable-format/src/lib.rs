@@ -32,6 +32,8 @@ pub mod fb;
 pub mod inspect;
 #[cfg(feature = "cli")]
 mod inspect_tasks;
+#[cfg(feature = "alloc")]
+pub mod lint;
 mod loadable;
 pub mod schema;
 pub mod upgrade;

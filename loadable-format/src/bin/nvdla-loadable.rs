@@ -39,6 +39,9 @@ fn run(cli: Cli) -> Result<(), String> {
             let bytes = load(&file)?;
             let l = Loadable::parse(&bytes).map_err(|e| format!("{}: {e}", file.display()))?;
             let summary = inspect::summarize(&l);
+            for w in nvdla_loadable::lint::zero_bias_warnings(&l) {
+                eprintln!("warning: {w}");
+            }
             if json {
                 let text = serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())?;
                 println!("{text}");
@@ -52,7 +55,11 @@ fn run(cli: Cli) -> Result<(), String> {
             for file in &files {
                 match load(file).and_then(|b| {
                     Loadable::parse(&b)
-                        .map(drop)
+                        .map(|l| {
+                            for w in nvdla_loadable::lint::zero_bias_warnings(&l) {
+                                println!("WARNING {}: {w}", file.display());
+                            }
+                        })
                         .map_err(|e| format!("{}: {e}", file.display()))
                 }) {
                     Ok(()) => println!("OK {}", file.display()),
