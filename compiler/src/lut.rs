@@ -50,25 +50,47 @@ pub fn tanh() -> LutParam {
 /// take the first entry (the function is flat there: `k^-beta`).
 pub const LRN_EXP_OFFSET: i8 = -20;
 
-/// LRN's `(k + alpha / n * s)^-beta` of the sum of squares `s`, exponential LE table over
-/// `[2^-20, 2^44]` (one entry per power of two, interpolated linearly in between).
+/// Where the linear LRN table ends, in units of the knee `k * n / alpha` (where
+/// `alpha / n * s` equals `k`).
+const LRN_LINEAR_KNEES: f64 = 16.0;
+
+/// LRN's `(k + alpha / n * s)^-beta` of the sum of squares `s`, in two tables: the 257-entry
+/// linear one over `[0, 16 * k * n / alpha]` (where the function bends: interpolation
+/// error below 1e-3 of the value), and the 65-entry exponential one beyond, one entry
+/// per power of two up to `2^44` (the tail is a power law, flatter per octave).
 pub fn lrn(local_size: u32, alpha: f32, beta: f32, k: f32) -> LutParam {
     let mut p = LutParam::default();
-    let f = |s: f64| {
-        (f64::from(k) + f64::from(alpha) / f64::from(local_size) * s).powf(-f64::from(beta))
-    };
+    let (n, a, b, k) = (
+        f64::from(local_size),
+        f64::from(alpha),
+        f64::from(beta),
+        f64::from(k),
+    );
+    let f = |s: f64| (k + a / n * s).powf(-b);
     for (i, e) in p.linear_exp_table.iter_mut().enumerate() {
         *e = f16_bits(f(2f64.powi(i as i32 + i32::from(LRN_EXP_OFFSET))));
     }
     p.method = LutMethod::Exponential.raw();
     p.linear_exp_offset = LutOffset::from_exp_offset(LRN_EXP_OFFSET);
-    p.linear_only_offset = LutOffset::from_frac_bits(-128);
     p.linear_exp_start = 0;
     p.linear_exp_end = u64::from(2f32.powi(64 + i32::from(LRN_EXP_OFFSET)).to_bits());
-    p.linear_only_start = u64::from(1f32.to_bits());
-    p.linear_only_end = u64::from(1f32.to_bits());
-    p.hybrid_priority = LutPriority::LinearExp.raw();
-    p.underflow_priority = LutPriority::LinearExp.raw();
+    // The linear table: step 2^select covering LRN_LINEAR_KNEES knees.
+    let knee = if a > 0.0 { k.max(1e-6) * n / a } else { 1.0 };
+    let select = (LRN_LINEAR_KNEES * knee / 256.0)
+        .log2()
+        .ceil()
+        .clamp(-100.0, 100.0) as i8;
+    let step = 2f64.powi(i32::from(select));
+    for (i, e) in p.linear_only_table.iter_mut().enumerate() {
+        *e = f16_bits(f(i as f64 * step));
+    }
+    p.linear_only_offset = LutOffset::from_frac_bits(select);
+    p.linear_only_start = 0;
+    p.linear_only_end = u64::from(((256.0 * step) as f32).to_bits());
+    // Both hit: the finer linear table; s = 0 (both under): its first entry, k^-beta;
+    // both over: the exponential table's last.
+    p.hybrid_priority = LutPriority::LinearOnly.raw();
+    p.underflow_priority = LutPriority::LinearOnly.raw();
     p.overflow_priority = LutPriority::LinearExp.raw();
     p
 }

@@ -396,6 +396,30 @@ fn lrn_across_channels() {
 }
 
 #[test]
+fn lrn_strong_normalisation() {
+    // alpha 1: sums of squares around the knee, where one LUT entry per octave errs by
+    // several percent; the linear table takes them.
+    let (mut g, x) = graph(16, 4, 4);
+    let op = Op::Lrn {
+        size: 5,
+        alpha: 1.0,
+        beta: 0.75,
+        k: 1.0,
+    };
+    let y = node(&mut g, "norm", op, &[x], Shape::new(1, 16, 4, 4));
+    finish(&mut g, y);
+    check(&g, LUT_TOL, "LRN 5, alpha 1");
+    let mut g2 = g.clone();
+    g2.nodes[0].op = Op::Lrn {
+        size: 3,
+        alpha: 1e-4,
+        beta: 0.75,
+        k: 2.0,
+    };
+    check(&g2, LUT_TOL, "LRN 3, alpha 1e-4, k 2");
+}
+
+#[test]
 fn batchnorm_and_scale_fold_and_standalone() {
     let mut rng = Rng(9);
     let (mut g, x) = graph(16, 6, 6);
