@@ -1199,7 +1199,11 @@ impl Lowering<'_> {
                     Err("one LUT per SDP operation".to_string())
                 } else {
                     let lut = self.p.luts.len();
-                    let r = sdp.push(&t, Stage::Lut(lut));
+                    let f = match a {
+                        Activation::Sigmoid => crate::sdp::LutFn::Sigmoid,
+                        _ => crate::sdp::LutFn::Tanh,
+                    };
+                    let r = sdp.push(&t, Stage::Lut(lut, f));
                     if r.is_ok() {
                         self.p.luts.push(match a {
                             Activation::Sigmoid => crate::lut::sigmoid(),

@@ -94,3 +94,25 @@ pub fn lrn(local_size: u32, alpha: f32, beta: f32, k: f32) -> LutParam {
     p.overflow_priority = LutPriority::LinearExp.raw();
     p
 }
+
+/// An integer-precision table in the LO table: entry `i` is `f(x)` for the input
+/// `x = (start + i * 2^select)` in the input's units, as `f` returns it (int16); inputs
+/// below `start` take the first entry, above the last the last (slopes 0). `f` is called
+/// with the entry's input value in real units divided by the input unit, i.e. with
+/// `start + i * 2^select`.
+pub fn int8_linear(start: i32, select: i8, f: impl Fn(f64) -> i16) -> LutParam {
+    let mut p = LutParam::default();
+    let step = 2f64.powi(i32::from(select));
+    for (i, e) in p.linear_only_table.iter_mut().enumerate() {
+        *e = f(f64::from(start) + i as f64 * step);
+    }
+    p.method = LutMethod::Linear.raw();
+    p.linear_exp_offset = LutOffset::from_frac_bits(-128);
+    p.linear_only_offset = LutOffset::from_frac_bits(select);
+    p.linear_only_start = u64::from(start as u32);
+    p.linear_only_end = u64::from((f64::from(start) + 256.0 * step) as i32 as u32);
+    p.hybrid_priority = LutPriority::LinearOnly.raw();
+    p.underflow_priority = LutPriority::LinearOnly.raw();
+    p.overflow_priority = LutPriority::LinearOnly.raw();
+    p
+}

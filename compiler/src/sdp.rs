@@ -36,8 +36,34 @@ pub enum Stage {
     },
     /// Only an activation (ReLU).
     Pass,
-    /// The lookup table `lut` (Y only).
-    Lut(usize),
+    /// The lookup table `lut` (Y only) computing `f`.
+    Lut(usize, LutFn),
+}
+
+/// The function a LUT stage computes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LutFn {
+    /// `1 / (1 + e^-x)`.
+    Sigmoid,
+    /// `tanh(x)`.
+    Tanh,
+}
+
+impl LutFn {
+    /// The function.
+    pub fn eval(self, x: f64) -> f64 {
+        match self {
+            LutFn::Sigmoid => 1.0 / (1.0 + (-x).exp()),
+            LutFn::Tanh => x.tanh(),
+        }
+    }
+    /// Half the input range its table covers (the function is flat beyond).
+    fn range(self) -> f64 {
+        match self {
+            LutFn::Sigmoid => 16.0,
+            LutFn::Tanh => 8.0,
+        }
+    }
 }
 
 /// The stages of one SDP operation being filled.
@@ -69,7 +95,7 @@ impl SdpStages {
     pub fn has_lut(&self) -> bool {
         self.stages[2]
             .as_ref()
-            .is_some_and(|(s, _)| matches!(s, Stage::Lut(_)))
+            .is_some_and(|(s, _)| matches!(s, Stage::Lut(..)))
     }
 
     /// Adds a stage after the used ones.
@@ -97,7 +123,7 @@ impl SdpStages {
             }
         }
         let start = self.last().map_or(0, |i| i + 1);
-        let want_y = matches!(stage, Stage::Lut(_));
+        let want_y = matches!(stage, Stage::Lut(..));
         let slot = (start..3)
             .filter(|&i| !want_y || i == 2)
             .find(|&i| Self::available(t, i))
@@ -123,7 +149,7 @@ impl SdpStages {
         match self.last() {
             Some(i)
                 if self.stages[i].as_ref().is_some_and(|(s, a)| {
-                    *a == Act::None && !matches!(s, Stage::PRelu(_) | Stage::Lut(_))
+                    *a == Act::None && !matches!(s, Stage::PRelu(_) | Stage::Lut(..))
                 }) =>
             {
                 if let Some((_, a)) = self.stages[i].as_mut() {
@@ -157,7 +183,7 @@ impl SdpStages {
     /// The LUT index used, if any.
     pub fn lut(&self) -> Option<usize> {
         self.stages.iter().flatten().find_map(|(s, _)| match s {
-            Stage::Lut(l) => Some(*l),
+            Stage::Lut(l, _) => Some(*l),
             _ => None,
         })
     }
@@ -238,7 +264,7 @@ fn encode(
     };
     Ok(match stage {
         Stage::Pass => base,
-        Stage::Lut(_) => SdpStage {
+        Stage::Lut(..) => SdpStage {
             act: Act::Lut,
             ..base
         },
@@ -345,6 +371,8 @@ enum Phys {
     },
     /// Only an activation.
     Pass(Act),
+    /// The lookup table (Y).
+    Lut,
 }
 
 /// Largest multiplier of a stage or converter (int16) and largest shifts.
@@ -453,10 +481,29 @@ impl SdpStages {
                         act: *act,
                     });
                 }
-                Stage::Lut(_) => {
-                    return Err(err(
-                        "lookup tables (sigmoid, tanh) are not implemented in int8 yet".into(),
-                    ))
+                Stage::Lut(l, f) => {
+                    // The table's input: an integer at unit `2R / 2^16`, so that its 256
+                    // steps of 2^8 span [-R, R] with 8 bits of interpolation.
+                    let r = f.range();
+                    let u_in = 2.0 * r / 65536.0;
+                    let at = u.iter().all(|&x| (x - u_in).abs() <= u_in * 1e-9);
+                    if !at {
+                        phys.push(Phys::Affine {
+                            a: vec![1.0; c],
+                            b: vec![0.0; c],
+                            u: u.clone(),
+                            target: u_in,
+                            act: Act::None,
+                        });
+                    }
+                    // Its output: the function at unit out_scale / 2^8 (int16 entries).
+                    let u_out = out_scale / 2f64.powi(GUARD_BITS);
+                    let mut table = crate::lut::int8_linear(-32768, 8, |x| {
+                        (f.eval(x * u_in) / u_out).round().clamp(-32768.0, 32767.0) as i16
+                    });
+                    std::mem::swap(&mut p.luts[*l], &mut table);
+                    phys.push(Phys::Lut);
+                    u = vec![u_out; c];
                 }
             }
         }
@@ -481,19 +528,23 @@ impl SdpStages {
             )));
         }
 
-        // Slots: X1 and X2 (the Y unit computes in another order and is not used in int8).
+        // Slots: X1 and X2; the Y unit (which computes in another order) only for the LUT.
+        let lut = matches!(phys.last(), Some(Phys::Lut));
         let slots: Vec<usize> = (0..2).filter(|&i| Self::available(t, i)).collect();
-        if phys.len() > slots.len() {
+        let arith = phys.len() - usize::from(lut);
+        if arith > slots.len() {
             return Err(err(format!(
-                "needs {} SDP stages in int8, {} has {}",
-                phys.len(),
+                "needs {arith} SDP stages besides a LUT in int8, {} has {}",
                 t.hw.name,
                 slots.len()
             )));
         }
         let mut out = [None; 3];
-        for (ph, &slot) in phys.iter().zip(&slots) {
+        for (ph, &slot) in phys[..arith].iter().zip(&slots) {
             out[slot] = Some(encode_int8_stage(p, t, layer, ph).map_err(err)?);
+        }
+        if lut {
+            out[2] = Some(encode_int8_stage(p, t, layer, &Phys::Lut).map_err(err)?);
         }
         Ok((out, (cvt_m as i16, cvt_s as u8)))
     }
@@ -519,6 +570,10 @@ fn encode_int8_stage(
     };
     Ok(match ph {
         Phys::Pass(act) => SdpStage { act: *act, ..base },
+        Phys::Lut => SdpStage {
+            act: Act::Lut,
+            ..base
+        },
         Phys::PRelu(slopes) => {
             let (m, tr) = crate::quant::fixed_point_common(slopes, MAX_M, MAX_TRUNCATE);
             let operand = if m.iter().all(|&x| x == m[0]) {
@@ -652,10 +707,12 @@ mod tests {
         )
         .unwrap();
         s.relu(&t).unwrap();
-        s.push(&t, Stage::Lut(0)).unwrap();
+        s.push(&t, Stage::Lut(0, LutFn::Sigmoid)).unwrap();
         assert!(s.stages[0].is_some() && s.stages[1].is_none() && s.stages[2].is_some());
         assert!(s.push(&t, Stage::Pass).is_err());
         let small = Target::new(&nvdla_hw::NV_SMALL, Precision::Int8).unwrap();
-        assert!(SdpStages::default().push(&small, Stage::Lut(0)).is_err());
+        assert!(SdpStages::default()
+            .push(&small, Stage::Lut(0, LutFn::Sigmoid))
+            .is_err());
     }
 }

@@ -64,10 +64,14 @@ fn out_size(i: usize, k: usize, s: usize, p0: usize, p1: usize, d: usize) -> usi
 /// errors relative to the largest reference value; the tolerance covers int8 steps of the
 /// input, weights and output (about 1/127 each) through a few layers.
 fn check_int8(g: &Graph, tol: f32, what: &str) {
+    check_int8_on(g, tol, what, &["nv_small", "nv_full"]);
+}
+
+fn check_int8_on(g: &Graph, tol: f32, what: &str, configs: &[&str]) {
     let mut rng = Rng(0x51ed_270b_2a3f_91c5);
     let s = g.shape(g.inputs[0]);
     let input = rng.vec(s.elements(), 1.0);
-    for config in ["nv_small", "nv_full"] {
+    for &config in configs {
         for per_filter in [true, false] {
             let (got, want) = run_int8(g, config, &input, per_filter);
             let err = max_rel_err(&got, &want);
@@ -364,6 +368,8 @@ fn sigmoid_and_tanh() {
     );
     finish(&mut g, t);
     check(&g, LUT_TOL, "sigmoid (fused) + tanh (SDP from memory)");
+    // nv_small has no LUT; nv_full and nv_large do.
+    check_int8_on(&g, INT8_TOL, "sigmoid + tanh", &["nv_full", "nv_large"]);
 }
 
 #[test]
