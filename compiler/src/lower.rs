@@ -1185,8 +1185,35 @@ impl Lowering<'_> {
             Op::Activation(Activation::PRelu { slopes }) => {
                 sdp.push(&t, Stage::PRelu(broadcast(&slopes.data, c, n)?))
             }
-            Op::Activation(Activation::Clip { .. }) => {
-                Err("Clip is not implemented on the SDP yet".to_string())
+            Op::Activation(Activation::Clip { lo, hi }) => {
+                // ReLU6 and friends: ReLU for a bound at 0, then the upper bound.
+                let snap = sdp.clone();
+                let mut r = if *lo == 0.0 {
+                    sdp.relu(&t)
+                } else if lo.is_finite() {
+                    sdp.push(
+                        &t,
+                        Stage::Bound {
+                            alu: SdpAluType::Max,
+                            value: *lo,
+                        },
+                    )
+                } else {
+                    Ok(())
+                };
+                if r.is_ok() && hi.is_finite() {
+                    r = sdp.push(
+                        &t,
+                        Stage::Bound {
+                            alu: SdpAluType::Min,
+                            value: *hi,
+                        },
+                    );
+                }
+                if r.is_err() {
+                    *sdp = snap;
+                }
+                r
             }
             Op::Activation(a @ (Activation::Sigmoid | Activation::Tanh)) => {
                 if !t.hw.features.sdp_lut {

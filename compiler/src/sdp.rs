@@ -36,6 +36,13 @@ pub enum Stage {
     },
     /// Only an activation (ReLU).
     Pass,
+    /// `max(x, value)` or `min(x, value)` with one value for every element (clipping).
+    Bound {
+        /// [`SdpAluType::Max`] or [`SdpAluType::Min`].
+        alu: SdpAluType,
+        /// The bound.
+        value: f32,
+    },
     /// The lookup table `lut` (Y only) computing `f`.
     Lut(usize, LutFn),
 }
@@ -264,6 +271,12 @@ fn encode(
     };
     Ok(match stage {
         Stage::Pass => base,
+        Stage::Bound { alu, value } => SdpStage {
+            op_type: SdpOpType::Add,
+            alu_type: *alu,
+            alu_value: per_layer(*value, slot, prec),
+            ..base
+        },
         Stage::Lut(..) => SdpStage {
             act: Act::Lut,
             ..base
@@ -373,6 +386,12 @@ enum Phys {
     Pass(Act),
     /// The lookup table (Y).
     Lut,
+    /// `v max|min value` (in the value's unit).
+    Bound {
+        alu: SdpAluType,
+        value: f64,
+        act: Act,
+    },
 }
 
 /// Largest multiplier of a stage or converter (int16) and largest shifts.
@@ -451,6 +470,25 @@ impl SdpStages {
                     phys.push(Phys::PRelu(sl.iter().map(|&v| f64::from(v)).collect()));
                 }
                 Stage::Pass => phys.push(Phys::Pass(*act)),
+                Stage::Bound { alu, value } => {
+                    // The bound in the value's unit, which must be one for all channels.
+                    let uniform_now = u.iter().all(|&x| (x - u[0]).abs() <= u[0].abs() * 1e-9);
+                    if !uniform_now {
+                        phys.push(Phys::Affine {
+                            a: vec![1.0; c],
+                            b: vec![0.0; c],
+                            u: u.clone(),
+                            target,
+                            act: Act::None,
+                        });
+                        u = vec![target; c];
+                    }
+                    phys.push(Phys::Bound {
+                        alu: *alu,
+                        value: f64::from(*value) / u[0],
+                        act: *act,
+                    });
+                }
                 Stage::Eltwise { alu, mul, other } => {
                     let shift = if *mul {
                         0
@@ -574,6 +612,21 @@ fn encode_int8_stage(
             act: Act::Lut,
             ..base
         },
+        Phys::Bound { alu, value, act } => {
+            let mut sh = 0u32;
+            while sh < MAX_ALU_SHIFT && value.abs() / 2f64.powi(sh as i32) > MAX_M as f64 {
+                sh += 1;
+            }
+            SdpStage {
+                op_type: SdpOpType::Add,
+                alu_type: *alu,
+                alu_value: ((value / 2f64.powi(sh as i32)).round() as i64).clamp(-MAX_M, MAX_M)
+                    as i32,
+                shift: sh as u8,
+                act: *act,
+                ..base
+            }
+        }
         Phys::PRelu(slopes) => {
             let (m, tr) = crate::quant::fixed_point_common(slopes, MAX_M, MAX_TRUNCATE);
             let operand = if m.iter().all(|&x| x == m[0]) {

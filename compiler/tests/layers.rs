@@ -330,6 +330,48 @@ fn standalone_activations_after_pooling() {
 }
 
 #[test]
+fn clip_relu6_and_general_bounds() {
+    let mut rng = Rng(16);
+    let (mut g, x) = graph(8, 5, 5);
+    let c = add_conv(
+        &mut g,
+        &mut rng,
+        "conv",
+        x,
+        16,
+        [3, 3],
+        [1, 1],
+        [1; 4],
+        [1, 1],
+        1,
+    );
+    let r6 = node(
+        &mut g,
+        "relu6",
+        Op::Activation(Activation::Clip { lo: 0.0, hi: 0.6 }),
+        &[c],
+        Shape::new(1, 16, 5, 5),
+    );
+    let p = node(
+        &mut g,
+        "pool",
+        pool(PoolKind::Max, 1, 1, 0, false),
+        &[r6],
+        Shape::new(1, 16, 5, 5),
+    );
+    let y = node(
+        &mut g,
+        "clip",
+        Op::Activation(Activation::Clip { lo: 0.1, hi: 0.4 }),
+        &[p],
+        Shape::new(1, 16, 5, 5),
+    );
+    finish(&mut g, y);
+    check(&g, CONV_TOL, "relu6 (fused) + clip (SDP from memory)");
+    check_int8(&g, INT8_TOL, "relu6 + clip");
+}
+
+#[test]
 fn sigmoid_and_tanh() {
     let mut rng = Rng(7);
     let (mut g, x) = graph(8, 5, 5);

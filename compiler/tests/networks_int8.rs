@@ -17,7 +17,12 @@ const INCEPTION: &str = include_str!("networks/inception.prototxt");
 const ALEXNET: &str = include_str!("networks/alexnet.prototxt");
 const SQUEEZENET: &str = include_str!("networks/squeezenet.prototxt");
 
-const K: usize = 16;
+fn k() -> usize {
+    std::env::var("KCAL")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(16)
+}
 const N: usize = 50;
 
 fn network(prototxt: &str, seed: u64) -> (Graph, TensorId) {
@@ -213,9 +218,9 @@ fn explore(name: &str, g: &Graph, scores: TensorId) {
     let out_index = g.outputs.iter().position(|&o| o == scores).unwrap();
     let t0 = Instant::now();
     let (cal_x, eval_x) = if std::env::var("IMAGES").is_ok() {
-        (images(g, 0x1234_5678, K), images(g, 0xabcd_ef01, N))
+        (images(g, 0x1234_5678, k()), images(g, 0xabcd_ef01, N))
     } else {
-        (inputs(g, 0x1234_5678, K), inputs(g, 0xabcd_ef01, N))
+        (inputs(g, 0x1234_5678, k()), inputs(g, 0xabcd_ef01, N))
     };
     let want: Vec<Vec<f32>> = eval_x
         .iter()
@@ -323,7 +328,7 @@ fn per_layer(
     let mut g = g.clone();
     let fit = images(&g, 0x5555_0001, 32);
     center(&mut g, scores, &fit);
-    let cal_x = images(&g, 0x1234_5678, K);
+    let cal_x = images(&g, 0x1234_5678, k());
     let eval_x = images(&g, 0xabcd_ef01, 10);
     let cal = calibrate(&g, &cal_x, method);
     let refs: Vec<Vec<Vec<f32>>> = eval_x
@@ -407,7 +412,7 @@ fn local(
     let mut g = g.clone();
     let fit = images(&g, 0x5555_0001, 32);
     center(&mut g, scores, &fit);
-    let cal_x = images(&g, 0x1234_5678, K);
+    let cal_x = images(&g, 0x1234_5678, k());
     let eval_x = images(&g, 0xabcd_ef01, 10);
     let cal = calibrate(&g, &cal_x, method);
     let hw = nvdla_hw::Config::by_name(config).unwrap();
@@ -495,7 +500,7 @@ fn cuts(
     let mut g = g.clone();
     let fit = images(&g, 0x5555_0001, 32);
     center(&mut g, scores, &fit);
-    let cal_x = images(&g, 0x1234_5678, K);
+    let cal_x = images(&g, 0x1234_5678, k());
     let nx: usize = std::env::var("NX")
         .ok()
         .and_then(|v| v.parse().ok())
