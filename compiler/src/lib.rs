@@ -8,6 +8,7 @@
 
 pub mod calibrate;
 pub mod compare;
+pub mod dump;
 pub mod emit;
 pub mod engine;
 pub mod error;

@@ -2,6 +2,7 @@
 
 use clap::Parser;
 use nvdla_compiler::calibrate;
+use nvdla_compiler::dump;
 use nvdla_compiler::frontend::{self, ModelFiles};
 use nvdla_compiler::lower::Quant;
 use nvdla_compiler::preprocess::{self, ChannelOrder, Preprocess};
@@ -86,12 +87,15 @@ struct Args {
     /// With `--compare`: print JSON instead of a table.
     #[arg(long)]
     json: bool,
-    /// Print the graph after the graph passes.
+    /// Print the network after the graph passes.
     #[arg(long)]
     dump_ir: bool,
-    /// Print the engine operations.
+    /// Print the engine operations (after the memory plan).
     #[arg(long)]
     dump_graph: bool,
+    /// Format of `--dump-ir` / `--dump-graph`: text, json or dot (Graphviz).
+    #[arg(long, default_value = "text", value_parser = ["text", "json", "dot"])]
+    dump_format: String,
     /// No progress messages.
     #[arg(short, long)]
     quiet: bool,
@@ -221,10 +225,18 @@ fn run(a: &Args) -> Result<(), CompileError> {
         }
     }
     if a.dump_ir {
-        println!("{}", passes::dump(&compiled.graph));
+        match a.dump_format.as_str() {
+            "json" => println!("{}", dump::ir_json(&compiled.graph)),
+            "dot" => print!("{}", dump::ir_dot(&compiled.graph)),
+            _ => println!("{}", passes::dump(&compiled.graph)),
+        }
     }
     if a.dump_graph {
-        println!("{}", compiled.program.dump());
+        match a.dump_format.as_str() {
+            "json" => println!("{}", dump::program_json(&compiled.program)),
+            "dot" => print!("{}", dump::program_dot(&compiled.program)),
+            _ => println!("{}", compiled.program.dump()),
+        }
     }
     let out = if a.output.extension().is_some_and(|e| e == "nvdla") {
         a.output.clone()
