@@ -29,7 +29,7 @@ pub mod regs;
 pub mod trace;
 pub mod vp;
 
-pub use config::{HwConfig, HwVersion, ModelPrecisions};
+pub use config::{HwConfig, HwVersion, ModelPrecisions, ModelSdpUnits};
 /// The hardware description the model is configured from.
 pub use nvdla_hw;
 pub use vp::Vp;

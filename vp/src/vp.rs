@@ -486,7 +486,7 @@ impl Vp {
     fn try_sdp(&mut self) -> bool {
         let sdp_f = &self.files[&Block::Sdp];
         let rdma_f = &self.files[&Block::SdpRdma];
-        let plan = sdp::plan(sdp_f, rdma_f);
+        let plan = sdp::plan(&self.cfg, sdp_f, rdma_f);
         if plan.needs_rdma && !rdma_f.consumer_enabled() {
             return false;
         }
@@ -513,7 +513,7 @@ impl Vp {
     fn run_sdp(&mut self, cacc: Option<&[i64]>) -> bool {
         let sdp_f = &self.files[&Block::Sdp];
         let rdma_f = &self.files[&Block::SdpRdma];
-        let plan = sdp::plan(sdp_f, rdma_f);
+        let plan = sdp::plan(&self.cfg, sdp_f, rdma_f);
         let res = sdp::run(&self.cfg, sdp_f, rdma_f, &self.sdp_lut, &mut self.mem, cacc);
         match res {
             Ok(out) => {
@@ -607,7 +607,11 @@ impl Vp {
         if !conv_blocks.iter().all(|&b| self.enabled(b)) || !self.enabled(Block::Sdp) {
             return false;
         }
-        let plan = sdp::plan(&self.files[&Block::Sdp], &self.files[&Block::SdpRdma]);
+        let plan = sdp::plan(
+            &self.cfg,
+            &self.files[&Block::Sdp],
+            &self.files[&Block::SdpRdma],
+        );
         if !plan.from_cacc {
             return false; // SDP reads memory; the layer waits for a flying SDP group
         }

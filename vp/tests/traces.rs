@@ -29,7 +29,7 @@ fn run(rel: &str) {
         let cfg = trace::infer_config(&file);
         match trace::run_test(&t, cfg, &Options::default()) {
             Ok(Outcome::Pass) => {}
-            Ok(Outcome::Fail(r)) => panic!("{}: {r}", t.name),
+            Ok(Outcome::Fail(r) | Outcome::NotRunnable(r)) => panic!("{}: {r}", t.name),
             Err(e) => panic!("{}: {e}", t.name),
         }
     }
@@ -93,6 +93,86 @@ trace_test!(
     "v2-sample/nv_small/dc_8x8x36_4x4x36x16_dilation_int8_0"
 );
 
+/// The whole v2 suite (`../shared/nvdla-hw-traces/v2`: every trace test of nvdla/hw
+/// master for the six v2 builds), each test on the configuration its path names: the
+/// outcome of every test must be the one `tests/v2-suite.txt` lists (`pass`, or
+/// `not-runnable` when a data file is missing), and every listed test must exist. Tests
+/// run on all cores.
+#[test]
+fn v2_suite_pass_list() {
+    use std::collections::BTreeMap;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let Some(root) = shared() else { return };
+    let v2 = root.join("v2");
+    if !v2.is_dir() {
+        eprintln!("skipping: {} not found", v2.display());
+        return;
+    }
+    let list = include_str!("v2-suite.txt");
+    let want: BTreeMap<String, &str> = list
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| {
+            let (t, o) = l.split_once(' ').expect("`<config>/<test> <outcome>`");
+            assert!(matches!(o, "pass" | "not-runnable"), "{l}");
+            (t.to_string(), o)
+        })
+        .collect();
+    let tests = trace::discover(&v2).expect("discover");
+    let key = |t: &trace::TestCase| -> (String, PathBuf) {
+        let file = match &t.kind {
+            trace::TestKind::Txn(f) | trace::TestKind::Cfg(f) => f.clone(),
+        };
+        let rel = file.strip_prefix(&v2).expect("under v2");
+        let config = rel.components().next().expect("config directory");
+        let config = config.as_os_str().to_string_lossy().into_owned();
+        (format!("{config}/{}", t.name), file)
+    };
+    let next = AtomicUsize::new(0);
+    let got: Mutex<BTreeMap<String, String>> = Mutex::new(BTreeMap::new());
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let start = std::time::Instant::now();
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(t) = tests.get(i) else { break };
+                let (name, file) = key(t);
+                let outcome =
+                    match trace::run_test(t, trace::infer_config(&file), &Options::default()) {
+                        Ok(Outcome::Pass) => "pass".to_string(),
+                        Ok(Outcome::NotRunnable(_)) => "not-runnable".to_string(),
+                        Ok(Outcome::Fail(r)) => format!("FAIL: {r}"),
+                        Err(e) => format!("FAIL: {e}"),
+                    };
+                got.lock().unwrap().insert(name, outcome);
+            });
+        }
+    });
+    let got = got.into_inner().unwrap();
+    let mut wrong = Vec::new();
+    for (t, o) in &got {
+        match want.get(t) {
+            Some(w) if w == o => {}
+            Some(w) => wrong.push(format!("{t}: {o} (listed: {w})")),
+            None => wrong.push(format!("{t}: {o} (not in tests/v2-suite.txt)")),
+        }
+    }
+    for t in want.keys().filter(|t| !got.contains_key(*t)) {
+        wrong.push(format!("{t}: listed, not found"));
+    }
+    let count = |o: &str| got.values().filter(|v| *v == o).count();
+    eprintln!(
+        "v2 suite: {} passed, {} not runnable, {} tests, {:.1} s on {threads} threads",
+        count("pass"),
+        count("not-runnable"),
+        got.len(),
+        start.elapsed().as_secs_f64()
+    );
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
 /// Malformed traces are errors with file and line, never panics.
 #[test]
 fn malformed_traces_report_file_and_line() {
@@ -108,7 +188,20 @@ fn malformed_traces_report_file_and_line() {
     )
     .unwrap_err();
     assert_eq!(e.line, 2);
+    // A missing data file makes the test not runnable (neither pass nor fail), named.
     std::fs::write(&txn, "load_mem 0x0 0x10 missing.dat\n").unwrap();
+    let r = trace::run_test(
+        &t[0],
+        nvdla_vp::HwConfig::new(&nvdla_hw::NV_FULL),
+        &Options::default(),
+    )
+    .unwrap();
+    assert!(
+        matches!(&r, Outcome::NotRunnable(m) if m.contains("missing.dat")),
+        "{r:?}"
+    );
+    // An unreadable one (a directory) is still an error with its line.
+    std::fs::create_dir_all(dir.join("missing.dat")).unwrap();
     let e = trace::run_test(
         &t[0],
         nvdla_vp::HwConfig::new(&nvdla_hw::NV_FULL),
@@ -116,6 +209,7 @@ fn malformed_traces_report_file_and_line() {
     )
     .unwrap_err();
     assert_eq!(e.line, 1);
+    std::fs::remove_dir(dir.join("missing.dat")).unwrap();
     std::fs::remove_file(&txn).unwrap();
     let cfg = dir.join("t.cfg");
     std::fs::write(&cfg, "reg_write(NVDLA_SDP.NOPE_0, 1);\n").unwrap();
@@ -127,6 +221,17 @@ fn malformed_traces_report_file_and_line() {
     )
     .unwrap_err();
     assert_eq!(e.line, 1);
+    std::fs::write(&cfg, "mem_load(pri_mem, 0x0, \"gone.dat\");\n").unwrap();
+    let r = trace::run_test(
+        &t[0],
+        nvdla_vp::HwConfig::new(&nvdla_hw::NV_SMALL),
+        &Options::default(),
+    )
+    .unwrap();
+    assert!(
+        matches!(&r, Outcome::NotRunnable(m) if m.contains("gone.dat")),
+        "{r:?}"
+    );
     std::fs::write(&cfg, "intr_notify(PDP_0, x);\n").unwrap();
     let r = trace::run_test(
         &t[0],

@@ -31,7 +31,10 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Run trace tests (a test directory, a trace file or a tree of them).
+    /// Run trace tests (a test directory, a trace file or a tree of them). Prints
+    /// `PASS`, `FAIL` or `NOT RUNNABLE` (a data file the trace names is missing) per
+    /// test, then `N passed, M failed` and the count of tests not runnable; the exit
+    /// status is non-zero when a test fails.
     Trace {
         /// Test directories, trace files or trees.
         #[arg(required = true)]
@@ -230,7 +233,7 @@ fn main() -> ExitCode {
                 }
             };
             let opts = Options { log_regs };
-            let (mut pass, mut fail) = (0usize, 0usize);
+            let (mut pass, mut fail, mut not_runnable) = (0usize, 0usize, 0usize);
             for p in &paths {
                 let tests = match trace::discover(p) {
                     Ok(t) => t,
@@ -254,6 +257,10 @@ fn main() -> ExitCode {
                             out(format_args!("FAIL {}: {r}", t.name));
                             fail += 1;
                         }
+                        Ok(Outcome::NotRunnable(r)) => {
+                            out(format_args!("NOT RUNNABLE {}: {r}", t.name));
+                            not_runnable += 1;
+                        }
                         Err(e) => {
                             out(format_args!("FAIL {}: {e}", t.name));
                             fail += 1;
@@ -262,6 +269,9 @@ fn main() -> ExitCode {
                 }
             }
             out(format_args!("{pass} passed, {fail} failed"));
+            out(format_args!(
+                "{not_runnable} not runnable (data files missing)"
+            ));
             if fail == 0 {
                 ExitCode::SUCCESS
             } else {

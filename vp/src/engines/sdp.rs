@@ -72,30 +72,60 @@ pub struct Plan {
 }
 
 /// Decodes the data sources of the consumer group.
-pub fn plan(sdp: &RegFile, rdma: &RegFile) -> Plan {
+pub fn plan(cfg: &HwConfig, sdp: &RegFile, rdma: &RegFile) -> Plan {
     let fm = sdp.cur_as::<SDP_FEATURE_MODE::Register>("D_FEATURE_MODE_CFG");
     let flying = fm.matches_all(SDP_FEATURE_MODE::FLYING_MODE::On);
+    let u = &cfg.sdp_units;
     // Operands come through SDP_RDMA only when an active unit takes one from memory;
     // a DMA channel left enabled (the reset value) while every unit reads its operand
     // from a register does not hold the layer (v1 googlenet_conv2_3x3_int16 never
     // programs SDP_RDMA). An enabled SDP_RDMA group with a channel on still belongs to
-    // this layer and completes with it.
+    // this layer and completes with it. The channel of a unit the model does not
+    // compute is disabled whatever its register says, as in the RTL of a build without
+    // the unit (`brdma_disable`/`nrdma_disable`/`erdma_disable` tied to 1 without
+    // `NVDLA_SDP_{BS,BN,EW}_ENABLE`, `vmod/nvdla/sdp/NV_NVDLA_SDP_rdma.v`).
     let rdma_on = rdma.consumer_enabled()
-        && ["D_BRDMA_CFG", "D_NRDMA_CFG", "D_ERDMA_CFG"]
-            .iter()
-            .any(|r| rdma.get(rdma.consumer, r) & 1 == 0);
+        && [
+            ("D_BRDMA_CFG", u.bs),
+            ("D_NRDMA_CFG", u.bn),
+            ("D_ERDMA_CFG", u.ew),
+        ]
+        .iter()
+        .any(|&(r, present)| present && rdma.get(rdma.consumer, r) & 1 == 0);
     let x_mem = |u: XCfg| {
         !u.bypass && ((!u.alu_bypass && u.alu_src_mem) || (!u.mul_bypass && u.mul_src_mem))
     };
-    let y = YCfg::decode(sdp);
+    let (x1, x2, y) = units(cfg, sdp);
     let y_mem = !y.bypass && ((!y.alu_bypass && y.alu_src_mem) || (!y.mul_bypass && y.mul_src_mem));
-    let operand_dma =
-        rdma_on || x_mem(XCfg::decode(sdp, "BS")) || x_mem(XCfg::decode(sdp, "BN")) || y_mem;
+    let operand_dma = rdma_on || x_mem(x1) || x_mem(x2) || y_mem;
     Plan {
         needs_rdma: !flying || operand_dma,
         from_cacc: flying,
         to_pdp: fm.matches_all(SDP_FEATURE_MODE::OUTPUT_DST::Pdp),
     }
+}
+
+/// The X1 (BS), X2 (BN) and Y (EW) units as the model runs them: a unit the model does
+/// not compute for this configuration ([`HwConfig::sdp_units`]) is bypassed whatever its
+/// registers say, and so is the LUT.
+///
+/// That is what the RTL does for a unit it was built without: `cfg_bs_en`/`cfg_bn_en`/
+/// `cfg_ew_en` (and `cfg_mode_eql`) are 0 when `NVDLA_SDP_{BS,BN,EW}_ENABLE` is not
+/// defined, and the data goes around the unit (`vmod/nvdla/sdp/NV_NVDLA_SDP_core.v`,
+/// "CFG" and "MUX between BN and EW"); without `NVDLA_SDP_LUT_ENABLE` the Y core's
+/// output skips the LUT (`NV_NVDLA_SDP_CORE_y.v`). NVIDIA's C model computes every unit
+/// in every build, and so does [`HwConfig::new`] (the nv_small `sdp_*_ew_*` golden CRCs
+/// are the computed results); [`HwConfig::as_built`] bypasses as the RTL.
+fn units(cfg: &HwConfig, sdp: &RegFile) -> (XCfg, XCfg, YCfg) {
+    let u = &cfg.sdp_units;
+    let mut x1 = XCfg::decode(sdp, "BS");
+    let mut x2 = XCfg::decode(sdp, "BN");
+    let mut y = YCfg::decode(sdp);
+    x1.bypass |= !u.bs;
+    x2.bypass |= !u.bn;
+    y.bypass |= !u.ew;
+    y.lut_bypass |= !u.lut;
+    (x1, x2, y)
 }
 
 /// Whether SDP's consumer group is programmed for Winograd output
@@ -118,7 +148,7 @@ pub fn output_layout(
     from_cacc: bool,
 ) -> Result<Option<CubeLayout>, EngineError> {
     let fm = sdp.cur("D_FEATURE_MODE_CFG");
-    let y = YCfg::decode(sdp);
+    let (_, _, y) = units(cfg, sdp);
     let eql = !y.bypass && !y.alu_bypass && y.alu_algo == 3;
     if eql || fm & 2 != 0 {
         return Ok(None);
@@ -127,11 +157,15 @@ pub fn output_layout(
     let h = (sdp.cur("D_DATA_CUBE_HEIGHT") & 0x1fff) as usize + 1;
     let mut c = (sdp.cur("D_DATA_CUBE_CHANNEL") & 0x1fff) as usize + 1;
     let out_prec = Precision::from_field(sdp.cur("D_DATA_FORMAT") >> 2, BLOCK)?;
-    if !from_cacc {
-        let in_prec = Precision::from_field(rdma.cur("D_FEATURE_MODE_CFG") >> 2, BLOCK)?;
-        let cpa = (cfg.hw.memory_atomic / in_prec.bytes()).max(1) as usize;
-        c = c.div_ceil(cpa) * cpa;
-    }
+    // Whole atoms are written: of the input precision from memory, of the processing
+    // precision from CACC (see `run`).
+    let in_prec = if from_cacc {
+        Precision::from_field(sdp.cur("D_DATA_FORMAT"), BLOCK)?
+    } else {
+        Precision::from_field(rdma.cur("D_FEATURE_MODE_CFG") >> 2, BLOCK)?
+    };
+    let cpa = (cfg.hw.memory_atomic / in_prec.bytes()).max(1) as usize;
+    c = c.div_ceil(cpa) * cpa;
     Ok(Some(CubeLayout {
         ram: RamType::from_field(sdp.cur("D_DST_DMA_CFG")),
         base: addr64(
@@ -917,7 +951,7 @@ pub fn run(
                 "Winograd output needs its input on the fly from CACC".into()
             ));
         }
-        if w % 4 != 0 || h % 4 != 0 {
+        if !w.is_multiple_of(4) || !h.is_multiple_of(4) {
             return Err(bad(format!(
                 "Winograd output {w}x{h} is not made of 4x4 blocks"
             )));
@@ -940,19 +974,24 @@ pub fn run(
     let rdma_proc = Precision::from_field(rfm >> 4, BLOCK)?;
     // The datapath processes whole memory atoms: the padding lanes of the last surface
     // go through the pipeline and are written out too (observed in the nv_small
-    // sdp_3x3x33 trace, whose CRC covers them).
-    let cpa = (cfg.hw.memory_atomic / in_prec.bytes()).max(1) as usize;
+    // sdp_3x3x33 trace, whose CRC covers them). From CACC too: CACC hands SDP
+    // `ceil(C / atom)` atoms per position (`atom_num` in `SendToSDPCommon`,
+    // `cmod/cacc/NV_NVDLA_cacc.cpp`), whose lanes past the last kernel hold 0 (kernels
+    // without weights), and SDP converts and writes them like any other (nv_small
+    // `dc_1x1x8_1x1x8x1`: one kernel, the CRC covers the whole 8-byte atom, every lane
+    // is the output converter's value of 0).
     let c_real = c;
-    let c = if cacc.is_some() {
-        c
+    let cpa = if cacc.is_some() {
+        (cfg.hw.memory_atomic / proc.bytes()).max(1) as usize
     } else {
-        c.div_ceil(cpa) * cpa
+        (cfg.hw.memory_atomic / in_prec.bytes()).max(1) as usize
     };
+    let c = c.div_ceil(cpa) * cpa;
 
     // Input.
     let input: Vec<i64> = match cacc {
         Some(d) => {
-            if d.len() < w * h * c {
+            if d.len() < w * h * c_real {
                 return Err(EngineError::Config {
                     block: BLOCK,
                     msg: format!(
@@ -961,7 +1000,9 @@ pub fn run(
                     ),
                 });
             }
-            d[..w * h * c].to_vec()
+            let mut v = d[..w * h * c.min(d.len() / (w * h))].to_vec();
+            v.resize(w * h * c, 0);
+            v
         }
         None => {
             if in_prec != proc {
@@ -1002,36 +1043,7 @@ pub fn run(
         }
     };
 
-    let x1 = XCfg::decode(sdp, "BS");
-    let x2 = XCfg::decode(sdp, "BN");
-    let f = &cfg.hw.features;
-    if !x1.bypass && !f.sdp_bs {
-        return Err(EngineError::Config {
-            block: BLOCK,
-            msg: "BS unit absent in this build".into(),
-        });
-    }
-    if !x2.bypass && !f.sdp_bn {
-        return Err(EngineError::Config {
-            block: BLOCK,
-            msg: "BN unit absent in this build".into(),
-        });
-    }
-    let y = YCfg::decode(sdp);
-    if !y.bypass {
-        if !f.sdp_ew {
-            return Err(EngineError::Config {
-                block: BLOCK,
-                msg: "EW unit absent in this build".into(),
-            });
-        }
-        if !y.lut_bypass && !f.sdp_lut {
-            return Err(EngineError::Config {
-                block: BLOCK,
-                msg: "LUT absent in this build".into(),
-            });
-        }
-    }
+    let (x1, x2, y) = units(cfg, sdp);
     let dims = (w, h, c);
     let atom = cfg.hw.memory_atomic;
     let bs = if !x1.bypass
@@ -1366,6 +1378,86 @@ mod tests {
         }
     }
 
+    /// nv_small has no EW unit and no LUT. As NVIDIA's C model ([`HwConfig::new`]) the
+    /// model computes EW anyway; as the RTL ([`HwConfig::as_built`]) EW is bypassed and
+    /// its read DMA channel is off, whatever the registers say.
+    #[test]
+    fn absent_ew_computed_as_the_c_model_bypassed_as_the_rtl() {
+        let run = |cfg: HwConfig, ew_from_mem: bool| {
+            let mut vp = Vp::new(cfg);
+            let x: Vec<i8> = (0..16).map(|i| (i * 9 - 70) as i8).collect();
+            let bytes: Vec<u8> = x.iter().map(|&v| v as u8).collect();
+            vp.mem.write(RamType::Dram, 0x1000, &bytes).unwrap();
+            for (r, v) in [
+                ("D_DATA_CUBE_WIDTH", 1),
+                ("D_DATA_CUBE_HEIGHT", 0),
+                ("D_DATA_CUBE_CHANNEL", 7),
+                ("D_SRC_BASE_ADDR_LOW", 0x1000),
+                ("D_SRC_LINE_STRIDE", 0x10),
+                ("D_SRC_SURFACE_STRIDE", 0x10),
+                ("D_FEATURE_MODE_CFG", 0),
+                ("D_SRC_DMA_CFG", 1),
+                ("D_BRDMA_CFG", 1),
+                ("D_NRDMA_CFG", 1),
+                // enabled, ALU operand, one byte per kernel, MC; the address is outside
+                // nv_small's 32-bit address space
+                (
+                    "D_ERDMA_CFG",
+                    if ew_from_mem { (1 << 1) | (1 << 5) } else { 1 },
+                ),
+                ("D_EW_BASE_ADDR_HIGH", 0xffff),
+                ("D_OP_ENABLE", 1),
+            ] {
+                prog(&mut vp, "SDP_RDMA", r, v);
+            }
+            for (r, v) in [
+                ("D_DATA_CUBE_WIDTH", 1),
+                ("D_DATA_CUBE_HEIGHT", 0),
+                ("D_DATA_CUBE_CHANNEL", 7),
+                ("D_DST_BASE_ADDR_LOW", 0x2000),
+                ("D_DST_LINE_STRIDE", 0x10),
+                ("D_DST_SURFACE_STRIDE", 0x10),
+                ("D_DST_DMA_CFG", 1),
+                ("D_DATA_FORMAT", 0),
+                ("D_DP_BS_CFG", 1),
+                ("D_DP_BN_CFG", 1),
+                // EW: multiply by 3, then add 10 (or the memory operand), LUT bypassed
+                ("D_DP_EW_CFG", 0b100_1000),
+                ("D_DP_EW_MUL_CFG", 0b10),
+                ("D_DP_EW_ALU_CFG", 0b10 | u32::from(ew_from_mem)),
+                ("D_DP_EW_MUL_SRC_VALUE", 3),
+                ("D_DP_EW_ALU_SRC_VALUE", 10),
+                ("D_CVT_SCALE", 1),
+                ("D_OP_ENABLE", 1),
+            ] {
+                prog(&mut vp, "SDP", r, v);
+            }
+            let done = vp.irq_pending();
+            let out = vp.mem.read_vec(RamType::Dram, 0x2000, 16).unwrap();
+            (done, vp.fault().is_some(), x, out)
+        };
+        let (done, _, x, out) = run(HwConfig::new(&nvdla_hw::NV_SMALL), false);
+        assert!(done);
+        for (v, o) in x.iter().zip(&out) {
+            assert_eq!(*o as i8, (i32::from(*v) * 3 + 10).clamp(-128, 127) as i8);
+        }
+        // The C model reads the operand: outside memory, a fault.
+        let (done, fault, _, _) = run(HwConfig::new(&nvdla_hw::NV_SMALL), true);
+        assert!(!done && fault);
+        for from_mem in [false, true] {
+            let (done, fault, x, out) = run(HwConfig::as_built(&nvdla_hw::NV_SMALL), from_mem);
+            assert!(done && !fault, "from_mem {from_mem}");
+            assert_eq!(out, x.iter().map(|&v| v as u8).collect::<Vec<_>>());
+        }
+        // A build with EW computes it either way.
+        let (done, _, x, out) = run(HwConfig::as_built(&nvdla_hw::NV_SMALL_256_FULL), false);
+        assert!(done);
+        assert_eq!(
+            out[0] as i8,
+            (i32::from(x[0]) * 3 + 10).clamp(-128, 127) as i8
+        );
+    }
+
     #[test]
     fn output_on_the_fly_to_pdp() {
         let mut vp = Vp::new(HwConfig::new(&nvdla_hw::NV_FULL));
@@ -1433,6 +1525,37 @@ mod tests {
             let o = (x * 16 + c) * 2;
             assert_eq!(i16::from_le_bytes([out[o], out[o + 1]]), want, "{i}");
         }
+    }
+
+    /// From CACC, SDP takes whole atoms: lanes past the last kernel are 0 and go through
+    /// the datapath and the write DMA like real ones (nv_small `dc_1x1x8_1x1x8x1`).
+    #[test]
+    fn flying_input_pads_the_last_atom() {
+        let mut vp = Vp::new(HwConfig::new(&nvdla_hw::NV_SMALL));
+        vp.mem.write(RamType::Dram, 0x2000, &[0x55; 16]).unwrap();
+        for (r, v) in [
+            ("D_DATA_CUBE_WIDTH", 0),
+            ("D_DATA_CUBE_HEIGHT", 0),
+            ("D_DATA_CUBE_CHANNEL", 2), // 3 kernels
+            ("D_DST_BASE_ADDR_LOW", 0x2000),
+            ("D_DST_LINE_STRIDE", 8),
+            ("D_DST_SURFACE_STRIDE", 8),
+            ("D_DST_DMA_CFG", 1),
+            ("D_DATA_FORMAT", 0),
+            ("D_FEATURE_MODE_CFG", 1),
+            ("D_DP_BS_CFG", 1),
+            ("D_DP_BN_CFG", 1),
+            ("D_DP_EW_CFG", 1),
+            ("D_CVT_OFFSET", (-20i32) as u32), // 0 -> 20
+            ("D_CVT_SCALE", 1),
+            ("D_OP_ENABLE", 1),
+        ] {
+            prog(&mut vp, "SDP", r, v);
+        }
+        assert!(vp.sdp_from_cacc(&[1, -2, 3]));
+        let out = vp.mem.read_vec(RamType::Dram, 0x2000, 16).unwrap();
+        assert_eq!(&out[..8], &[21, 18, 23, 20, 20, 20, 20, 20]);
+        assert_eq!(&out[8..], &[0x55; 8]);
     }
 
     #[test]

@@ -97,6 +97,23 @@ fn reg_addr(vp: &Vp, path: &Path, s: &Stmt, sym: &str) -> Result<u32, TraceError
     })
 }
 
+/// The data files a `.cfg` file loads (`mem_load`), as written (relative to the file's
+/// directory); none when it cannot be read or parsed.
+pub(crate) fn data_files(path: &Path) -> Vec<String> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Vec::new();
+    };
+    let Ok(stmts) = parse(path, &text) else {
+        return Vec::new();
+    };
+    stmts
+        .iter()
+        .filter(|s| s.name == "mem_load")
+        .filter_map(|s| s.args.get(2))
+        .map(|a| a.trim_matches('"').to_string())
+        .collect()
+}
+
 /// Runs a `.cfg` file.
 pub fn run(vp: &mut Vp, path: &Path) -> Result<Outcome, TraceError> {
     let text = std::fs::read_to_string(path).map_err(|e| TraceError::at(path, 0, e.to_string()))?;

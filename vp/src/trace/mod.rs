@@ -57,6 +57,10 @@ pub enum Outcome {
     Pass,
     /// A check failed; the reason names file and line.
     Fail(String),
+    /// The test cannot run: data files its trace loads or compares with are missing
+    /// (NVIDIA's public repository lacks some large ones). Neither a pass nor a fail;
+    /// the reason names the files.
+    NotRunnable(String),
 }
 
 /// Options of a run.
@@ -172,8 +176,42 @@ pub fn infer_config(path: &Path) -> HwConfig {
     HwConfig::new(build)
 }
 
-/// Runs one test on a fresh platform.
+/// The data files `test`'s trace names (`mem_load` in a `.cfg`; `load_mem` and
+/// `dump_mem` in an `input.txn`) that do not exist, as paths. A trace that cannot be read
+/// or parsed names none here; running it reports the error.
+pub fn missing_files(test: &TestCase) -> Vec<PathBuf> {
+    let (file, names) = match &test.kind {
+        TestKind::Cfg(p) => (p, cfg::data_files(p)),
+        TestKind::Txn(p) => (p, txn::data_files(p)),
+    };
+    let dir = file.parent().unwrap_or(Path::new("."));
+    let mut out: Vec<PathBuf> = Vec::new();
+    for p in names.iter().map(|n| dir.join(n)) {
+        if !p.exists() && !out.contains(&p) {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// Runs one test on a fresh platform. A test whose data files are missing
+/// ([`missing_files`]) is [`Outcome::NotRunnable`] and does not run.
 pub fn run_test(test: &TestCase, cfg: HwConfig, opts: &Options) -> Result<Outcome, TraceError> {
+    let missing = missing_files(test);
+    if !missing.is_empty() {
+        let names: Vec<String> = missing
+            .iter()
+            .map(|p| {
+                p.file_name()
+                    .map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into())
+            })
+            .collect();
+        return Ok(Outcome::NotRunnable(format!(
+            "missing data file{} {}",
+            if names.len() > 1 { "s" } else { "" },
+            names.join(", ")
+        )));
+    }
     let mut vp = Vp::new(cfg);
     vp.set_log_regs(opts.log_regs);
     match &test.kind {

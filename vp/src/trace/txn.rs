@@ -32,6 +32,23 @@ fn u32_of(path: &Path, line: usize, v: u64, what: &str) -> Result<u32, TraceErro
         .map_err(|_| TraceError::at(path, line, format!("{what} {v:#x} exceeds 32 bits")))
 }
 
+/// The data files an `input.txn` file loads or compares with (`load_mem`, `dump_mem`),
+/// as written (relative to the file's directory); none when it cannot be read.
+pub(crate) fn data_files(path: &Path) -> Vec<String> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Vec::new();
+    };
+    text.lines()
+        .filter_map(|raw| {
+            let mut t = raw.split('#').next().unwrap_or("").split_whitespace();
+            match t.next() {
+                Some("load_mem" | "dump_mem") => t.nth(2).map(str::to_string),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
 /// Runs an `input.txn` file.
 pub fn run(vp: &mut Vp, path: &Path) -> Result<Outcome, TraceError> {
     let text = std::fs::read_to_string(path).map_err(|e| TraceError::at(path, 0, e.to_string()))?;

@@ -574,7 +574,7 @@ pub fn fetch_weights_winograd(
     g: &WeightGeom,
     mem: &Memory,
 ) -> Result<Weights, EngineError> {
-    if (g.r, g.s) != (4, 4) || g.c % super::winograd::SUPER != 0 {
+    if (g.r, g.s) != (4, 4) || !g.c.is_multiple_of(super::winograd::SUPER) {
         return Err(cfg_err(format!(
             "Winograd weights are 4x4 tiles in channels of fours, not {}x{}x{}",
             g.s, g.r, g.c
@@ -624,7 +624,7 @@ impl WinoInput {
     ) -> Result<(usize, usize, usize), String> {
         let tw = self.pad_left + w + self.pad_right;
         let th = self.pad_top + h + self.pad_bottom;
-        if tw % (4 * self.sx) != 0 || th % (4 * self.sy) != 0 {
+        if !tw.is_multiple_of(4 * self.sx) || !th.is_multiple_of(4 * self.sy) {
             return Err(format!(
                 "padded input {tw}x{th} is not a multiple of 4 strides ({}x{})",
                 self.sx, self.sy

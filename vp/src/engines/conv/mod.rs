@@ -358,7 +358,11 @@ impl Layer {
                     format!("Winograd kernels are 4x4x{ec}, not {ks}x{kr}x{kc}"),
                 ));
             }
-            if out_w % 4 != 0 || out_h % 4 != 0 || out_w + 4 > ew || out_h + 4 > eh {
+            if !out_w.is_multiple_of(4)
+                || !out_h.is_multiple_of(4)
+                || out_w + 4 > ew
+                || out_h + 4 > eh
+            {
                 return Err(cfg_err(
                     "CSC",
                     format!(
@@ -513,8 +517,12 @@ impl Layer {
                 ),
             ));
         }
-        let entries = fld(cdma.cur("D_ENTRY_PER_SLICE"), 0, 12) as usize + 1;
-        if fld(csc.cur("D_ENTRY_PER_SLICE"), 0, 12) as usize + 1 != entries {
+        // The field is 12 bits on v1 and 14 bits on v2 (`master:spec/manual/NVDLA_CDMA.rdl`,
+        // `NVDLA_CSC.rdl`: reset_mask 0x3fff); the register map's write mask keeps
+        // exactly the field (nv_small `dc_8192x1x1_2x3x1x41` programs 0x1fff: 8192
+        // one-atom entries).
+        let entries = cdma.cur("D_ENTRY_PER_SLICE") as usize + 1;
+        if csc.cur("D_ENTRY_PER_SLICE") as usize + 1 != entries {
             return Err(cfg_err("CSC", "ENTRY_PER_SLICE differs from CDMA"));
         }
         if let Some(w) = &wino {

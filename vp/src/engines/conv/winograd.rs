@@ -205,7 +205,7 @@ fn check(g: &Geom, input: &InputCube, w: &Weights) -> Result<(), EngineError> {
             w.k, w.c, w.r, w.s, g.k, g.in_c
         )));
     }
-    if g.in_c % SUPER != 0 || g.out_w % 4 != 0 || g.out_h % 4 != 0 {
+    if !g.in_c.is_multiple_of(SUPER) || !g.out_w.is_multiple_of(4) || !g.out_h.is_multiple_of(4) {
         return Err(err(format!(
             "Winograd needs channels in fours and outputs in multiples of 4 \
              ({} channels, {}x{} outputs)",
