@@ -268,7 +268,7 @@ fn concat_views(g: &Graph, t: &Target) -> HashMap<TensorId, (TensorId, u32)> {
         let mut c = 0u32;
         let mut ok = true;
         for &i in &n.inputs {
-            let aligned = c % cpa == 0;
+            let aligned = c.is_multiple_of(cpa);
             let produced = g.producer(i).is_some();
             let single = g.consumers(i).len() == 1;
             let output = g.outputs.contains(&i);
@@ -579,7 +579,7 @@ impl Lowering<'_> {
         let groups = c.groups.max(1);
         let cin = s.c as usize;
         let k = c.out_channels;
-        if cin % groups != 0 || k % groups != 0 {
+        if !cin.is_multiple_of(groups) || !k.is_multiple_of(groups) {
             return Err(layer_err(
                 n,
                 format!("{groups} groups do not divide {cin} input / {k} output channels"),
@@ -651,7 +651,7 @@ impl Lowering<'_> {
         let groups = c.groups.max(1);
         let cin = s.c as usize;
         let k = c.out_channels;
-        if cin % groups != 0 || k % groups != 0 || kh == 0 || kw == 0 {
+        if !cin.is_multiple_of(groups) || !k.is_multiple_of(groups) || kh == 0 || kw == 0 {
             return Err(layer_err(
                 n,
                 format!("{groups} groups do not divide {cin} input / {k} output channels"),
@@ -865,7 +865,7 @@ impl Lowering<'_> {
         let src = self.input(n, 0)?;
         let s = self.p.surface(src).clone();
         let per_kernel = (s.c * s.h * s.w) as usize;
-        if per_kernel == 0 || weight.len() % per_kernel != 0 {
+        if per_kernel == 0 || !weight.len().is_multiple_of(per_kernel) {
             return Err(layer_err(
                 n,
                 format!(

@@ -515,7 +515,7 @@ impl<'a> Affine<'a> {
 
 /// The output channel of every value of a convolution's `[K, C/g, kh, kw]` weight.
 fn conv_weight_channels(node: &Node, p: &Conv, k: usize) -> Result<Vec<usize>> {
-    if p.out_channels != k || k == 0 || p.weight.len() % k != 0 {
+    if p.out_channels != k || k == 0 || !p.weight.len().is_multiple_of(k) {
         return Err(node_error(
             node,
             format!(
@@ -535,8 +535,8 @@ fn deconv_weight_channels(node: &Node, p: &Conv, c: usize, k: usize) -> Result<V
     let taps = p.window.kernel[0] * p.window.kernel[1];
     if p.out_channels != k
         || g == 0
-        || c % g != 0
-        || k % g != 0
+        || !c.is_multiple_of(g)
+        || !k.is_multiple_of(g)
         || p.weight.len() != c * (k / g) * taps
     {
         return Err(node_error(

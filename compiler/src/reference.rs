@@ -288,7 +288,7 @@ fn check_window(w: &Window, dilated: bool) -> Result<(), String> {
 /// Group geometry of a (de)convolution: `(in channels per group, out channels per group)`.
 fn groups(p: &Conv, xs: Shape, ys: Shape) -> Result<(usize, usize), String> {
     let g = p.groups;
-    if g == 0 || xs.c % g != 0 || p.out_channels % g != 0 {
+    if g == 0 || !xs.c.is_multiple_of(g) || !p.out_channels.is_multiple_of(g) {
         return Err(format!(
             "{} groups do not divide {} input and {} output channels",
             g, xs.c, p.out_channels
@@ -716,7 +716,7 @@ fn lrn(
     beta: f32,
     k: f32,
 ) -> Result<Vec<f32>, String> {
-    if size % 2 == 0 {
+    if size.is_multiple_of(2) {
         return Err(format!("local size {size} is not odd"));
     }
     let half = size / 2;

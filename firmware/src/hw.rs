@@ -6,8 +6,12 @@
 //!   offset from the start of the NVDLA register aperture (GLB at 0x0000, then one block per
 //!   unit). On silicon this is MMIO, on the virtual platform a function call.
 //! - **Device memory**: what the engines read and write through DBB (DRAM) or CVSRAM,
-//!   addressed by [`DeviceAddr`]. The firmware reads descriptors from it and writes status
-//!   back.
+//!   addressed by [`DeviceAddr`]. The firmware reads descriptors from it (re-reading them
+//!   when needed) and never writes to it: [`Hw::mem_write`] and [`Hw::write_indexed`]
+//!   (upstream's `dla_data_write`) are part of the trait for hosts and tests, but nothing in
+//!   this firmware calls them; it writes back no descriptor, status or statistics (it does
+//!   not read `stat_list_index`). The runtime, not the firmware, rewrites legacy surface
+//!   lists in device memory, before the task is submitted.
 //! - **The task's address list**: the kernel driver validated the submit and translated
 //!   every (buffer, offset) entry to a device address; the network descriptor refers to its
 //!   op, surface, dependency and LUT lists by index into this list.
@@ -149,7 +153,7 @@ mod tests {
         }
 
         fn reg_index(offset: u32) -> Result<usize, HwError> {
-            if offset % 4 != 0 {
+            if !offset.is_multiple_of(4) {
                 return Err(HwError::UnalignedRegister { offset });
             }
             let i = (offset / 4) as usize;

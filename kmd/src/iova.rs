@@ -38,7 +38,7 @@ impl IovaAllocator {
     /// A window of `size` bytes at `base`. Both MUST be multiples of [`PAGE_SIZE`], `size`
     /// nonzero and the window must not wrap the 64-bit space; otherwise `EINVAL`.
     pub fn new(base: u64, size: u64) -> Result<Self, Error> {
-        if size == 0 || base % PAGE_SIZE != 0 || size % PAGE_SIZE != 0 {
+        if size == 0 || !base.is_multiple_of(PAGE_SIZE) || !size.is_multiple_of(PAGE_SIZE) {
             return Err(Error::Invalid);
         }
         // The window end must be representable: `base + size` may equal 2^64 only if we
@@ -92,7 +92,7 @@ impl IovaAllocator {
     pub fn free(&mut self, addr: DeviceAddr, len: u64) -> Result<(), Error> {
         let start = addr.0;
         let len = page_align(len).ok_or(Error::Overflow)?;
-        if len == 0 || start % PAGE_SIZE != 0 {
+        if len == 0 || !start.is_multiple_of(PAGE_SIZE) {
             return Err(Error::Invalid);
         }
         let end = start.checked_add(len).ok_or(Error::Invalid)?;

@@ -9,8 +9,9 @@
 //! [`run`] starts the task, then alternates waiting for the interrupt (against the task's
 //! deadline) and handing it to the firmware until the firmware reports completion. On any
 //! failure the engine drops the task and the hardware is reset before returning, so the next
-//! task starts from a clean accelerator; a timeout carries the engine's state at that moment
-//! for diagnosis.
+//! task starts from a clean accelerator; a timeout or a hardware fault carries the engine's
+//! state at that moment for diagnosis. A fault the hardware reports ends the task at once
+//! with its own errno and is never reported as a timeout.
 
 use alloc::boxed::Box;
 use core::fmt;
@@ -19,7 +20,7 @@ use nvdla_firmware::hw::{DeviceAddr, Hw, Region};
 use nvdla_firmware::{Engine, EngineStatus, HwError, Progress};
 
 use crate::error::Error;
-use crate::os::{KmdOs, Wait};
+use crate::os::{HwFault, HwFaultKind, KmdOs, Wait};
 
 /// Timeout value meaning "wait forever" (`u32::MAX` milliseconds, as upstream).
 pub const NO_TIMEOUT: u32 = u32::MAX;
@@ -37,18 +38,32 @@ pub enum JobError {
         /// The scheduler's view: which operations were programmed, running, done.
         status: Box<EngineStatus>,
     },
+    /// The hardware reported an error ([`Wait::Fault`]); the engine state when it stopped.
+    HardwareFault {
+        /// The fault.
+        fault: HwFault,
+        /// Milliseconds from the start of the task.
+        after_ms: u64,
+        /// The scheduler's view: which operations were programmed, running, done.
+        status: Box<EngineStatus>,
+    },
 }
 
 impl JobError {
     /// The errno an ioctl returns for this failure.
     ///
-    /// Malformed descriptors are the submitter's fault (`EINVAL`); a device address the
-    /// hardware could not reach is `EFAULT`; a stall or an unexpected hardware state is
-    /// `EIO`; a timeout is `ETIMEDOUT`.
+    /// Malformed descriptors are the submitter's fault (`EINVAL`), and so is programming an
+    /// engine refuses; a device address the hardware could not reach is `EFAULT`; a stall
+    /// or an unexpected hardware state is `EIO`; only a timeout is `ETIMEDOUT`.
     pub fn error(&self) -> Error {
         use nvdla_firmware::Error as F;
         match self {
             JobError::TimedOut { .. } => Error::TimedOut,
+            JobError::HardwareFault { fault, .. } => match fault.kind {
+                HwFaultKind::InvalidProgramming => Error::Invalid,
+                HwFaultKind::Memory => Error::Fault,
+                HwFaultKind::Other => Error::Io,
+            },
             JobError::Firmware(F::Hw(HwError::MemoryFault { .. })) => Error::Fault,
             JobError::Firmware(F::Hw(_)) => Error::Invalid,
             JobError::Firmware(F::Stalled { .. } | F::Timeout { .. }) => Error::Io,
@@ -68,6 +83,18 @@ impl fmt::Display for JobError {
                     f,
                     "timed out after {waited_ms} ms with {} of {} operations done",
                     status.done, status.total
+                )?;
+                write_engine_state(f, status)
+            }
+            JobError::HardwareFault {
+                fault,
+                after_ms,
+                status,
+            } => {
+                write!(
+                    f,
+                    "{}; the task stopped after {after_ms} ms with {} of {} operations done",
+                    fault.detail, status.done, status.total
                 )?;
                 write_engine_state(f, status)
             }
@@ -177,15 +204,33 @@ fn drive<O: KmdOs, const N: usize>(
         .map_err(JobError::Firmware)?;
     let mut interrupts = 0u32;
     while progress == Progress::Running {
-        if os.wait_for_interrupt(deadline) == Wait::TimedOut {
-            let status = Box::new(engine.status());
-            let waited_ms = os.now_ms().saturating_sub(start);
-            log::error!(
-                "task timed out after {waited_ms} ms ({} of {} operations done)",
-                status.done,
-                status.total
-            );
-            return Err(JobError::TimedOut { waited_ms, status });
+        match os.wait_for_interrupt(deadline) {
+            Wait::Interrupt => {}
+            Wait::TimedOut => {
+                let status = Box::new(engine.status());
+                let waited_ms = os.now_ms().saturating_sub(start);
+                log::error!(
+                    "task timed out after {waited_ms} ms ({} of {} operations done)",
+                    status.done,
+                    status.total
+                );
+                return Err(JobError::TimedOut { waited_ms, status });
+            }
+            Wait::Fault(fault) => {
+                let status = Box::new(engine.status());
+                let after_ms = os.now_ms().saturating_sub(start);
+                log::error!(
+                    "hardware fault after {after_ms} ms ({} of {} operations done): {}",
+                    status.done,
+                    status.total,
+                    fault.detail
+                );
+                return Err(JobError::HardwareFault {
+                    fault,
+                    after_ms,
+                    status,
+                });
+            }
         }
         interrupts += 1;
         progress = engine

@@ -32,4 +32,4 @@ pub mod submit;
 
 pub use driver::{Kmd, SubmitFailure, SubmitReport};
 pub use error::Error;
-pub use os::{KmdOs, Wait};
+pub use os::{HwFault, HwFaultKind, KmdOs, Wait};

@@ -9,13 +9,41 @@
 use nvdla_firmware::hw::DeviceAddr;
 use nvdla_firmware::HwError;
 
+use alloc::string::String;
+
 /// The outcome of [`KmdOs::wait_for_interrupt`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Wait {
     /// The NVDLA interrupt line is asserted.
     Interrupt,
-    /// The deadline passed (or, on a model, no interrupt can ever arrive) with the line low.
+    /// The deadline passed (or, on a model, no interrupt can ever arrive although nothing
+    /// failed) with the line low.
     TimedOut,
+    /// The accelerator reported an error instead of completing, so no interrupt will come:
+    /// the task fails at once with the fault's errno, not as a timeout.
+    Fault(HwFault),
+}
+
+/// What kind of error the accelerator reported ([`Wait::Fault`]), which decides the errno.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HwFaultKind {
+    /// An engine refused its register programming: the task's descriptors ask for something
+    /// this hardware cannot do (often a loadable compiled for another configuration):
+    /// `EINVAL`.
+    InvalidProgramming,
+    /// A DMA outside device memory: `EFAULT`.
+    Memory,
+    /// Anything else (e.g. a feature a hardware model does not implement): `EIO`.
+    Other,
+}
+
+/// An error the accelerator reported while running a task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HwFault {
+    /// Its kind.
+    pub kind: HwFaultKind,
+    /// The OS's account of it (which block, what is wrong), shown first in the error.
+    pub detail: String,
 }
 
 /// The host services of the driver core.
@@ -27,7 +55,8 @@ pub enum Wait {
 ///   gave its buffers) and fail with [`HwError::MemoryFault`] outside it, never panic;
 /// - `now_ms` is monotonic (never goes back) and does not overflow in the device's life;
 /// - `wait_for_interrupt` returns [`Wait::Interrupt`] as soon as the line is asserted
-///   (immediately if it already is) and [`Wait::TimedOut`] no earlier than `deadline_ms`
+///   (immediately if it already is), [`Wait::Fault`] as soon as the hardware reports an
+///   error that ends the task, and [`Wait::TimedOut`] no earlier than `deadline_ms`
 ///   (`None` waits forever, unless the implementation knows no interrupt can come);
 /// - `reset` returns the accelerator to its reset state (every engine idle, register
 ///   groups cleared, interrupts deasserted) and leaves device memory untouched.

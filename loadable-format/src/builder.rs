@@ -492,7 +492,7 @@ struct Writer {
 
 impl Writer {
     fn pad_to(&mut self, align: usize) {
-        while self.buf.len() % align != 0 {
+        while !self.buf.len().is_multiple_of(align) {
             self.buf.push(0);
         }
     }
@@ -540,7 +540,7 @@ impl Writer {
         // vtable, placed so that the table that follows it is 8-aligned.
         let vt_len = 4 + 2 * offsets.len();
         self.pad_to(2);
-        while (self.buf.len() + vt_len) % 8 != 0 {
+        while !(self.buf.len() + vt_len).is_multiple_of(8) {
             self.buf.push(0);
         }
         let vt = self.buf.len();
@@ -570,7 +570,7 @@ impl Writer {
     /// A vector header whose elements (of `align`) start aligned.
     fn vector_header(&mut self, len: usize, align: usize) -> usize {
         self.pad_to(4);
-        while (self.buf.len() + 4) % align.max(4) != 0 {
+        while !(self.buf.len() + 4).is_multiple_of(align.max(4)) {
             self.buf.push(0);
         }
         let p = self.buf.len();

@@ -1,7 +1,8 @@
 //! EMU1 descriptors: the C structures of `emu_interface.h`.
 //!
 //! EMU1 tasks run on the host CPU (the "emulator" inside the runtime) for the
-//! layers the DLA cannot execute, namely power and softmax. Like DLA1 tasks
+//! layers the DLA cannot execute, namely power and softmax (NVIDIA's) and
+//! log (ONNC's extension, `op_type` 2, see [`OpType::Log`]). Like DLA1 tasks
 //! they are described by little-endian C records in memory blobs that the
 //! task's address list points at:
 //!
@@ -60,11 +61,14 @@ pub const OPERATION_CONTAINER_SIZE: usize = 24;
 pub const OPERATION_BUFFER_CONTAINER_SIZE: usize = 512;
 
 const _: () = assert!(
-    OPERATION_CONTAINER_SIZE == PowerOpDesc::SIZE && SoftmaxOpDesc::SIZE <= PowerOpDesc::SIZE
+    OPERATION_CONTAINER_SIZE == PowerOpDesc::SIZE
+        && SoftmaxOpDesc::SIZE <= PowerOpDesc::SIZE
+        && LogOpDesc::SIZE <= PowerOpDesc::SIZE
 );
 const _: () = assert!(
     OPERATION_BUFFER_CONTAINER_SIZE == PowerBufferDescs::SIZE
         && OPERATION_BUFFER_CONTAINER_SIZE == SoftmaxBufferDescs::SIZE
+        && OPERATION_BUFFER_CONTAINER_SIZE == LogBufferDescs::SIZE
 );
 
 raw_enum! {
@@ -74,6 +78,10 @@ raw_enum! {
         Power = 0,
         /// Softmax over the channels.
         Softmax = 1,
+        /// Natural logarithm, element by element: ONNC's extension of the
+        /// emulator (`NVDLA_EMU_OP_LOG` in ONNC's `emu_interface.h` and its
+        /// patch of NVIDIA's runtime); NVIDIA's runtime does not know it.
+        Log = 2,
     }
 }
 
@@ -203,6 +211,16 @@ descriptor! {
 }
 
 descriptor! {
+    /// `struct emu_log_op_desc` (12 bytes: the common header only), ONNC's
+    /// extension; the current-layout counterpart of [`legacy::LogOpDesc`].
+    #[derive(Debug, Clone, Copy, PartialEq, Default)]
+    pub struct LogOpDesc = "emu_log_op_desc", size 12 {
+        /// Common header (`op_type` = [`OpType::Log`]).
+        pub common: CommonOpDesc,
+    }
+}
+
+descriptor! {
     /// `struct emu_buffer_desc` (256 bytes: 26 bytes of packed fields,
     /// aligned to 256): one input or output surface.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -259,6 +277,17 @@ descriptor! {
     }
 }
 
+descriptor! {
+    /// `struct emu_log_buffer_descs` (512 bytes), ONNC's extension.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+    pub struct LogBufferDescs = "emu_log_buffer_descs", size 512 {
+        /// Input.
+        pub src_data: BufferDesc,
+        /// Output (offset 256).
+        pub dst_data: BufferDesc,
+    }
+}
+
 /// A member of `union emu_operation_container`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum OpDesc {
@@ -266,6 +295,8 @@ pub enum OpDesc {
     Power(PowerOpDesc),
     /// Softmax.
     Softmax(SoftmaxOpDesc),
+    /// Log (ONNC).
+    Log(LogOpDesc),
 }
 
 impl OpDesc {
@@ -275,6 +306,7 @@ impl OpDesc {
         Ok(match op_type {
             OpType::Power => Self::Power(PowerOpDesc::decode_from(bytes)?),
             OpType::Softmax => Self::Softmax(SoftmaxOpDesc::decode_from(bytes)?),
+            OpType::Log => Self::Log(LogOpDesc::decode_from(bytes)?),
         })
     }
 
@@ -303,6 +335,7 @@ impl OpDesc {
         match self {
             Self::Power(_) => OpType::Power,
             Self::Softmax(_) => OpType::Softmax,
+            Self::Log(_) => OpType::Log,
         }
     }
 
@@ -311,6 +344,7 @@ impl OpDesc {
         match self {
             Self::Power(d) => &d.common,
             Self::Softmax(d) => &d.common,
+            Self::Log(d) => &d.common,
         }
     }
 
@@ -319,6 +353,7 @@ impl OpDesc {
         match self {
             Self::Power(_) => PowerOpDesc::SIZE,
             Self::Softmax(_) => SoftmaxOpDesc::SIZE,
+            Self::Log(_) => LogOpDesc::SIZE,
         }
     }
 
@@ -327,6 +362,7 @@ impl OpDesc {
         match self {
             Self::Power(d) => d.encode_into(out),
             Self::Softmax(d) => d.encode_into(out),
+            Self::Log(d) => d.encode_into(out),
         }
     }
 }
@@ -343,6 +379,12 @@ impl From<SoftmaxOpDesc> for OpDesc {
     }
 }
 
+impl From<LogOpDesc> for OpDesc {
+    fn from(d: LogOpDesc) -> Self {
+        Self::Log(d)
+    }
+}
+
 /// A member of `union emu_operation_buffer_container`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OpBufferDescs {
@@ -350,6 +392,8 @@ pub enum OpBufferDescs {
     Power(PowerBufferDescs),
     /// Softmax.
     Softmax(SoftmaxBufferDescs),
+    /// Log (ONNC).
+    Log(LogBufferDescs),
 }
 
 impl OpBufferDescs {
@@ -358,6 +402,7 @@ impl OpBufferDescs {
         Ok(match op_type {
             OpType::Power => Self::Power(PowerBufferDescs::decode_from(bytes)?),
             OpType::Softmax => Self::Softmax(SoftmaxBufferDescs::decode_from(bytes)?),
+            OpType::Log => Self::Log(LogBufferDescs::decode_from(bytes)?),
         })
     }
 
@@ -378,6 +423,7 @@ impl OpBufferDescs {
         match self {
             Self::Power(_) => OpType::Power,
             Self::Softmax(_) => OpType::Softmax,
+            Self::Log(_) => OpType::Log,
         }
     }
 
@@ -386,6 +432,7 @@ impl OpBufferDescs {
         match self {
             Self::Power(d) => &d.src_data,
             Self::Softmax(d) => &d.src_data,
+            Self::Log(d) => &d.src_data,
         }
     }
 
@@ -394,6 +441,7 @@ impl OpBufferDescs {
         match self {
             Self::Power(d) => &d.dst_data,
             Self::Softmax(d) => &d.dst_data,
+            Self::Log(d) => &d.dst_data,
         }
     }
 
@@ -402,6 +450,7 @@ impl OpBufferDescs {
         match self {
             Self::Power(d) => d.encode_into(out),
             Self::Softmax(d) => d.encode_into(out),
+            Self::Log(d) => d.encode_into(out),
         }
     }
 }
@@ -498,6 +547,7 @@ impl OpDesc {
         Ok(match op_type {
             OpType::Power => Self::Power(legacy::PowerOpDesc::decode_from(bytes)?.into()),
             OpType::Softmax => Self::Softmax(legacy::SoftmaxOpDesc::decode_from(bytes)?.into()),
+            OpType::Log => Self::Log(legacy::LogOpDesc::decode_from(bytes)?.into()),
         })
     }
 
@@ -537,6 +587,7 @@ impl OpBufferDescs {
             OpType::Softmax => {
                 Self::Softmax(legacy::SoftmaxBufferDescs::decode_from(bytes)?.try_into()?)
             }
+            OpType::Log => Self::Log(legacy::LogBufferDescs::decode_from(bytes)?.try_into()?),
         })
     }
 
@@ -574,8 +625,9 @@ pub mod legacy {
 
     use super::{
         BufferDesc as CurBuffer, BufferFormat, CommonOpDesc as CurCommon, InvalidValue,
-        PowerBufferDescs as CurPowerBuffers, PowerOpDesc as CurPower,
-        SoftmaxBufferDescs as CurSoftmaxBuffers, SoftmaxOpDesc as CurSoftmax,
+        LogBufferDescs as CurLogBuffers, LogOpDesc as CurLog, PowerBufferDescs as CurPowerBuffers,
+        PowerOpDesc as CurPower, SoftmaxBufferDescs as CurSoftmaxBuffers,
+        SoftmaxOpDesc as CurSoftmax,
     };
 
     /// The legacy `format` value for FP16 data (16 channels per 32-byte
@@ -623,6 +675,16 @@ pub mod legacy {
     }
 
     descriptor! {
+        /// ONNC's `struct emu_log_op_desc` (4 bytes: the `op_type` byte,
+        /// aligned to 4), written by ONNC in this layout.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+        pub struct LogOpDesc = "emu_log_op_desc (legacy)", size 4 {
+            /// Common header.
+            pub common: CommonOpDesc,
+        }
+    }
+
+    descriptor! {
         /// Pre-INT8 `struct emu_buffer_desc` (256 bytes: 22 of fields).
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
         pub struct BufferDesc = "emu_buffer_desc (legacy)", size 256 {
@@ -660,6 +722,17 @@ pub mod legacy {
         /// Pre-INT8 `struct emu_softmax_buffer_descs` (512 bytes).
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
         pub struct SoftmaxBufferDescs = "emu_softmax_buffer_descs (legacy)", size 512 {
+            /// Input.
+            pub src_data: BufferDesc,
+            /// Output (offset 256).
+            pub dst_data: BufferDesc,
+        }
+    }
+
+    descriptor! {
+        /// ONNC's `struct emu_log_buffer_descs` (512 bytes).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+        pub struct LogBufferDescs = "emu_log_buffer_descs (legacy)", size 512 {
             /// Input.
             pub src_data: BufferDesc,
             /// Output (offset 256).
@@ -736,6 +809,24 @@ pub mod legacy {
             Ok(SoftmaxOpDesc {
                 common: common_to(d.common)?,
                 axis: d.axis,
+            })
+        }
+    }
+
+    impl From<LogOpDesc> for CurLog {
+        fn from(d: LogOpDesc) -> Self {
+            CurLog {
+                common: common_from(d.common),
+            }
+        }
+    }
+
+    impl TryFrom<CurLog> for LogOpDesc {
+        type Error = InvalidValue;
+        /// Fails unless both scale factors are exactly 1.0.
+        fn try_from(d: CurLog) -> Result<Self, InvalidValue> {
+            Ok(LogOpDesc {
+                common: common_to(d.common)?,
             })
         }
     }
@@ -840,6 +931,26 @@ pub mod legacy {
             })
         }
     }
+
+    impl TryFrom<LogBufferDescs> for CurLogBuffers {
+        type Error = InvalidValue;
+        fn try_from(d: LogBufferDescs) -> Result<Self, InvalidValue> {
+            Ok(CurLogBuffers {
+                src_data: d.src_data.try_into()?,
+                dst_data: d.dst_data.try_into()?,
+            })
+        }
+    }
+
+    impl TryFrom<CurLogBuffers> for LogBufferDescs {
+        type Error = InvalidValue;
+        fn try_from(d: CurLogBuffers) -> Result<Self, InvalidValue> {
+            Ok(LogBufferDescs {
+                src_data: d.src_data.try_into()?,
+                dst_data: d.dst_data.try_into()?,
+            })
+        }
+    }
 }
 
 #[cfg(test)]
@@ -915,6 +1026,11 @@ mod tests {
         // emu_power_buffer_descs / emu_softmax_buffer_descs: 2*256
         check::<PowerBufferDescs>(512, &[(26, 256), (282, 512)], |a, b| a == b);
         check::<SoftmaxBufferDescs>(512, &[(26, 256), (282, 512)], |a, b| a == b);
+        // ONNC's emu_log_op_desc: the 12-byte header alone; buffers as softmax.
+        check::<LogOpDesc>(12, &[(1, 4)], |a, b| {
+            common_bits(&a.common) == common_bits(&b.common)
+        });
+        check::<LogBufferDescs>(512, &[(26, 256), (282, 512)], |a, b| a == b);
     }
 
     #[test]
@@ -1055,7 +1171,8 @@ mod tests {
                 value: 7
             }))
         );
-        assert!(OpType::try_from(2).is_err());
+        assert_eq!(OpType::try_from(2), Ok(OpType::Log));
+        assert!(OpType::try_from(3).is_err());
         assert_eq!(u8::from(OpType::Softmax), 1);
 
         let buffers = pattern::<{ 2 * OPERATION_BUFFER_CONTAINER_SIZE }>();
@@ -1095,6 +1212,9 @@ mod tests {
         check::<legacy::BufferDesc>(256, &[(22, 256)], |a, b| a == b);
         check::<legacy::PowerBufferDescs>(512, &[(22, 256), (278, 512)], |a, b| a == b);
         check::<legacy::SoftmaxBufferDescs>(512, &[(22, 256), (278, 512)], |a, b| a == b);
+        // ONNC's emu_log_op_desc: 1 byte, aligned(4) -> 4
+        check::<legacy::LogOpDesc>(4, &[(1, 4)], |a, b| a == b);
+        check::<legacy::LogBufferDescs>(512, &[(22, 256), (278, 512)], |a, b| a == b);
         // sizeof(union emu_operation_container) in the 2018 header.
         assert_eq!(legacy::OPERATION_CONTAINER_SIZE, 16);
         assert_eq!(Layout::Legacy.operation_container_size(), 16);

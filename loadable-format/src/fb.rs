@@ -132,7 +132,7 @@ impl<'a> Table<'a> {
 
     /// The table at `pos`, with its vtable checked.
     pub fn at(buf: &'a [u8], pos: usize) -> Result<Self, FbError> {
-        if pos % 4 != 0 {
+        if !pos.is_multiple_of(4) {
             return Err(FbError::Misaligned { pos });
         }
         let soff = read_u32(buf, pos)? as i32 as i64;

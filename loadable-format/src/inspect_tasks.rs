@@ -168,12 +168,20 @@ fn describe_dla(l: &Loadable<'_>, t: &TaskListEntry<'_>) -> Result<Value, String
     let net_blob = blob_at(l, t, 0)?;
     let net = dla::NetworkDesc::decode_from(net_blob.data()).map_err(|e| e.to_string())?;
     let v = net_blob.version();
-    let layout = Layout::for_version(v.major, v.minor);
+    // The layout the descriptors' content shows (see `cubes::detect_layout`), which is not
+    // always the one the blob version names (ONNC writes 1.x with legacy data cubes).
+    let by_version = Layout::for_version(v.major, v.minor);
+    let layout = crate::cubes::dla_task(l, t).map_or(by_version, |d| d.layout);
+    let layout_text = if layout == by_version {
+        format!("{layout:?}")
+    } else {
+        format!("{layout:?} (detected from the descriptors; version {v} names {by_version:?})")
+    };
     let mut out = json!({
         "network": {
             "blob": net_blob.name(),
             "interface_version": v.to_string(),
-            "layout": format!("{layout:?}"),
+            "layout": layout_text,
             "operation_desc_index": net.operation_desc_index,
             "surface_desc_index": net.surface_desc_index,
             "dependency_graph_index": net.dependency_graph_index,
@@ -267,16 +275,14 @@ fn describe_emu(l: &Loadable<'_>, t: &TaskListEntry<'_>) -> Result<Value, String
             .and_then(|op| {
                 let b = emu::OpBufferDescs::decode_slot_layout(layout, op.op_type(), bufs, i)
                     .map_err(|e| e.to_string())?;
-                let (src, dst) = match &b {
-                    emu::OpBufferDescs::Power(p) => (p.src_data, p.dst_data),
-                    emu::OpBufferDescs::Softmax(s) => (s.src_data, s.dst_data),
-                };
+                let (src, dst) = (*b.src_data(), *b.dst_data());
                 let params = match op {
                     emu::OpDesc::Power(p) => json!(format!(
                         "power={} scale={} shift={}",
                         p.power, p.scale, p.shift
                     )),
                     emu::OpDesc::Softmax(s) => json!(format!("axis={}", s.axis)),
+                    emu::OpDesc::Log(_) => json!("natural log (ONNC)"),
                 };
                 Ok(json!({"index": i, "type": format!("{:?}", op.op_type()),
                           "params": params, "src": emu_buffer(&src), "dst": emu_buffer(&dst)}))

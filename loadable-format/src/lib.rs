@@ -20,6 +20,7 @@ extern crate alloc;
 #[cfg(feature = "alloc")]
 pub mod builder;
 pub mod codec;
+pub mod cubes;
 pub mod dla;
 pub mod emu;
 

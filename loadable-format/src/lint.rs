@@ -57,6 +57,7 @@ pub fn zero_bias_warnings(l: &Loadable<'_>) -> Vec<String> {
         ) else {
             continue;
         };
+        let layout = crate::cubes::dla_task(l, &task).map_or(dla::Layout::Current, |t| t.layout);
         for i in 0..usize::from(net.num_operations) {
             let Ok(dep) = dla::decode_at::<dla::CommonOpDesc>(deps, i) else {
                 continue;
@@ -66,7 +67,7 @@ pub fn zero_bias_warnings(l: &Loadable<'_>) -> Vec<String> {
             }
             let (Ok(dla::OpDesc::Sdp(op)), Ok(dla::SurfaceDesc::Sdp(surf))) = (
                 dla::OpDesc::decode_slot(OpType::Sdp, ops, i),
-                dla::SurfaceDesc::decode_slot(OpType::Sdp, surfs, i),
+                dla::SurfaceDesc::decode_slot_layout(layout, OpType::Sdp, surfs, i),
             ) else {
                 continue;
             };

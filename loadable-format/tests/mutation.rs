@@ -28,6 +28,7 @@ fn exercise(bytes: &[u8]) -> bool {
     let summary = inspect::summarize(&l);
     let _ = inspect::render_text(&summary);
     let _ = builder::LoadableSpec::from_loadable(&l).build();
+    let _ = cubes::check(&l);
     true
 }
 

@@ -174,3 +174,78 @@ fn legacy_surface_lists_upgrade() {
     // The 15 regression loadables are legacy; the 4 LeNet builds are current.
     assert_eq!(upgraded, 15);
 }
+
+/// The data-cube layout is found from the descriptors' content: NVIDIA's regression
+/// loadables are legacy (blob version 0.10/0.11), its compiler's LeNet builds current, and
+/// ONNC's loadables legacy although their blobs say 1.3. The chosen reading has no faulty
+/// cube in use and the other reading has some (the choice is never a tie broken by the
+/// version, except for BDMA-only tasks, which have no cubes); every loadable passes
+/// `cubes::check`.
+#[test]
+fn data_cube_layout_is_detected_from_content() {
+    use nvdla_loadable::dla::{self, Layout};
+    let Some(root) = shared() else { return };
+    let mut files = loadables(&root);
+    let onnc = root.join("third-party-loadables/onnc-tutorial");
+    for name in ["test_Add", "test_Log", "test_Relu_Log_Relu"] {
+        let f = onnc.join(name).join(format!("{name}.nvdla"));
+        if f.is_file() {
+            files.push(f);
+        }
+    }
+    let mut tasks = 0;
+    let mut mismatched = 0;
+    for f in &files {
+        let bytes = std::fs::read(f).unwrap();
+        let l = Loadable::parse(&bytes).unwrap();
+        let name = f.file_name().unwrap().to_string_lossy().to_string();
+        let expected = if name.ends_with("_fbuf") || name.starts_with("test_") {
+            Layout::Legacy
+        } else {
+            Layout::Current
+        };
+        for task in l.tasks().iter() {
+            let Some(t) = cubes::dla_task(&l, &task) else {
+                continue;
+            };
+            tasks += 1;
+            assert_eq!(t.layout, expected, "{name}");
+            mismatched += usize::from(t.layout != t.by_version);
+            let count = task.address_list().len();
+            let available = |i: usize| {
+                let (m, offset, _) = l.resolve_address(task.address_list().get(i)?)?;
+                m.size().checked_sub(offset)
+            };
+            let other = match t.layout {
+                Layout::Legacy => Layout::Current,
+                Layout::Current => Layout::Legacy,
+            };
+            assert_eq!(
+                cubes::layout_faults(t.layout, &t.lists, count, &available),
+                0,
+                "{name}"
+            );
+            let wrong = cubes::layout_faults(other, &t.lists, count, &available);
+            let bdma_only = (0..t.lists.count).all(|i| {
+                dla::decode_at::<dla::CommonOpDesc>(t.lists.dependency_graph, i)
+                    .is_ok_and(|d| d.op_type == dla::OpType::Bdma.raw())
+            });
+            // A BDMA task has no data cubes, so nothing tells the layouts apart (nor matters).
+            assert!(
+                wrong > 0 || bdma_only,
+                "{name}: both readings are consistent"
+            );
+            eprintln!(
+                "{name}: {:?} (version {:?}); {other:?} reading: {wrong} faulty cubes",
+                t.layout, t.by_version
+            );
+        }
+        cubes::check(&l).unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+    // At least one DLA task per regression and LeNet loadable.
+    assert!(tasks >= 19, "{tasks} DLA tasks");
+    if files.len() == 22 {
+        // ONNC's test_Add (1 task) and test_Relu_Log_Relu (2) say 1.3 with legacy cubes.
+        assert_eq!(mismatched, 3);
+    }
+}

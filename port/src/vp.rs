@@ -10,9 +10,12 @@
 //!
 //! The model computes synchronously: a layer runs when the firmware observes the interrupt
 //! line. So when the line is low and no enabled work can make progress, no interrupt will
-//! ever come, and [`KmdOs::wait_for_interrupt`] reports the timeout at once instead of
-//! sleeping until the task's deadline; the error then names the blocks that were enabled
-//! but could not run and any engine fault.
+//! ever come, and [`KmdOs::wait_for_interrupt`] says so at once instead of sleeping until
+//! the task's deadline. If an engine faulted (programming it refuses, a DMA outside memory)
+//! that is [`Wait::Fault`], and the submit fails with the fault's errno (`EINVAL`, `EFAULT`,
+//! `EIO`) and the fault named first; otherwise it is a hang, reported as the timeout it
+//! would be on silicon (`ETIMEDOUT`). Either error also names the blocks that were enabled
+//! but could not run.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -23,7 +26,7 @@ use nvdla_firmware::hw::DeviceAddr;
 use nvdla_firmware::HwError;
 use nvdla_kmd::bo::{BoConfig, ClientId};
 use nvdla_kmd::submit::{MemHandle, SubmitDesc, TaskDesc, SUBMIT_VERSION};
-use nvdla_kmd::{Kmd, KmdOs, Wait};
+use nvdla_kmd::{HwFault, HwFaultKind, Kmd, KmdOs, Wait};
 use nvdla_vp::mem::RamType;
 use nvdla_vp::Vp;
 
@@ -163,14 +166,14 @@ fn fault(addr: DeviceAddr, len: usize) -> HwError {
 
 impl KmdOs for VpOs {
     fn reg_read(&mut self, offset: u32) -> Result<u32, HwError> {
-        if offset % 4 != 0 {
+        if !offset.is_multiple_of(4) {
             return Err(HwError::UnalignedRegister { offset });
         }
         Ok(self.vp.csb_read(offset))
     }
 
     fn reg_write(&mut self, offset: u32, value: u32) -> Result<(), HwError> {
-        if offset % 4 != 0 {
+        if !offset.is_multiple_of(4) {
             return Err(HwError::UnalignedRegister { offset });
         }
         self.vp.csb_write(offset, value);
@@ -204,14 +207,23 @@ impl KmdOs for VpOs {
             return Wait::Interrupt;
         }
         let stuck = self.vp.pending_blocks();
-        let mut why = if stuck.is_empty() {
+        let why = if stuck.is_empty() {
             String::from("hardware idle, no interrupt pending")
         } else {
             let names: Vec<String> = stuck.iter().map(|b| b.to_string()).collect();
             format!("hardware: enabled but cannot run: {}", names.join(", "))
         };
         if let Some(f) = self.vp.fault() {
-            why.push_str(&format!("; engine fault in {}: {}", f.block, f.error));
+            use nvdla_vp::engines::EngineError;
+            let kind = match f.error {
+                EngineError::Config { .. } => HwFaultKind::InvalidProgramming,
+                EngineError::Mem(_) => HwFaultKind::Memory,
+                EngineError::Unsupported { .. } => HwFaultKind::Other,
+            };
+            let detail = format!("engine fault in {}: {}; {why}", f.block, f.error);
+            log::error!("vp: {detail}");
+            self.hang = None;
+            return Wait::Fault(HwFault { kind, detail });
         }
         log::error!("vp: no interrupt will arrive ({why})");
         self.hang = Some(why);

@@ -173,6 +173,26 @@ fn operation_for_an_absent_engine_is_einval() {
     }
 }
 
+/// An engine that refuses its programming (a loadable for nv_small run on nv_full: the
+/// CDMA cannot hold a line in the slice the descriptors give it) ends the task at once with
+/// `EINVAL`, the fault named first; it is not a timeout, and the device keeps working.
+#[test]
+fn an_engine_fault_is_einval_and_not_a_timeout() {
+    let Some(dir) = shared() else { return };
+    let bytes = std::fs::read(dir.join("flatbufs/kmd/CONV/CONV_D_L0_0_small_fbuf")).unwrap();
+    let mut dev = VpDevice::new(VpConfig::NvFull);
+    let loaded = load(&mut dev, &bytes);
+    let (errno, msg) = errno_of(submit(&mut dev, &loaded.addresses));
+    assert_eq!(errno, Errno::Invalid.errno(), "{msg}");
+    assert!(
+        msg.starts_with("SUBMIT failed: EINVAL (errno 22): task 0: engine fault in CDMA: CDMA: invalid programming: ENTRY_PER_SLICE"),
+        "{msg}"
+    );
+    assert!(msg.contains("0 of 2 operations done"), "{msg}");
+    assert!(!msg.contains("timed out"), "{msg}");
+    good_task_succeeds(&mut dev);
+}
+
 /// A [`KmdOs`] over the model whose interrupt line can be cut, as a hung accelerator.
 struct HangingOs {
     inner: VpOs,
@@ -270,6 +290,7 @@ fn a_task_that_never_completes_times_out_and_the_next_one_runs() {
     let failure = kmd.submit(client, &desc).unwrap_err();
     assert_eq!(failure.error(), Errno::TimedOut);
     let msg = failure.to_string();
+    assert!(msg.starts_with("task 0: timed out after "), "{msg}");
     assert!(
         matches!(failure, SubmitFailure::Task { task: 0, .. }),
         "{msg}"

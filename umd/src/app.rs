@@ -7,6 +7,11 @@
 //! instead ([`crate::server`]). Our additions: `--device`, `--config`, `--output`,
 //! `--timeout`, `--port`, and a progress line per task on stderr. Any failure is one line on
 //! stderr and exit status 1; `-h` prints the help.
+//!
+//! Tensors as numbers ([`crate::tensor`]): `--input F` (`.npy` or ONNX `TensorProto` `.pb`,
+//! repeatable for inputs 1, 2, ...) instead of `--image`, with `--input-scale S` for integer
+//! inputs; `--output F.npy` writes every output as a float32 NCHW array (output i > 0 to
+//! `F_<i>.npy`), with `--output-scale S` for integer outputs.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -19,7 +24,8 @@ use crate::device::{DeviceKind, DeviceOpener, HwConfig};
 use crate::dimg::{DlaImage, Numbering};
 use crate::error::Direction;
 use crate::image::{self, ImageOptions};
-use crate::runtime::{Phase, RunOptions, Runtime};
+use crate::runtime::{Phase, RunOptions, Runtime, TensorDesc};
+use crate::tensor::{self, HostTensor, TensorFileError};
 
 /// Command-line arguments.
 #[derive(Debug, Clone, Parser)]
@@ -38,6 +44,20 @@ pub struct Args {
     /// Input image: .pgm (P5/P2) or .jpg.
     #[arg(long, value_name = "file")]
     pub image: Option<PathBuf>,
+    /// Input tensor as numbers: .npy (NumPy) or .pb (ONNX TensorProto) of shape (1, C, H, W),
+    /// (C, H, W), or (1, C) for 1xCx1x1; converted to the input's precision and layout.
+    /// Repeat for inputs 1, 2, ...
+    #[arg(long, value_name = "file", conflicts_with = "image")]
+    pub input: Vec<PathBuf>,
+    /// Scale of integer (int8/int16) inputs, real = q * S: float data is quantized with it
+    /// (required for float data); without it integer data is copied. Once for every input
+    /// or once per --input.
+    #[arg(long, value_name = "S", value_parser = parse_scale)]
+    pub input_scale: Vec<f32>,
+    /// Scale of integer outputs written to .npy (real = q * S); without it the integer
+    /// values are written. Once for every output or once per output.
+    #[arg(long, value_name = "S", value_parser = parse_scale)]
+    pub output_scale: Vec<f32>,
     /// Normalize value for the input image (1..255; fp16 inputs are divided by it).
     #[arg(long, value_name = "value", value_parser = image::parse_normalize)]
     pub normalize: Option<u8>,
@@ -65,7 +85,8 @@ pub struct Args {
     /// are accepted too).
     #[arg(long, default_value = "nv_full", value_parser = parse_config)]
     pub config: HwConfig,
-    /// Output file.
+    /// Output file: .dimg of output 0 (upstream's format), or .npy: every output as a float32
+    /// (N, C, H, W) array, output i > 0 in FILE with `_i` before the extension.
     #[arg(long, default_value = "output.dimg", value_name = "FILE")]
     pub output: PathBuf,
     /// Timeout of each DLA task in milliseconds (default: wait forever).
@@ -81,6 +102,13 @@ fn parse_numbering(s: &str) -> Result<Numbering, String> {
         "regression" => Ok(Numbering::Regression),
         "release" => Ok(Numbering::Release),
         _ => Err(format!("unknown numbering {s:?} (regression or release)")),
+    }
+}
+
+fn parse_scale(s: &str) -> Result<f32, String> {
+    match s.trim().parse::<f32>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("scale '{s}' must be a positive finite number")),
     }
 }
 
@@ -134,13 +162,59 @@ impl From<image::ImageError> for AppError {
     }
 }
 
+impl From<TensorFileError> for AppError {
+    fn from(e: TensorFileError) -> Self {
+        AppError(e.to_string())
+    }
+}
+
+/// One output tensor as the device holds it.
+#[derive(Debug, Clone)]
+pub struct OutputTensor {
+    /// Its descriptor.
+    pub desc: TensorDesc,
+    /// Its surface (`desc.size` bytes).
+    pub data: Vec<u8>,
+}
+
 /// The result of one inference.
 #[derive(Debug, Clone)]
 pub struct Outcome {
     /// Every output tensor, as `.dimg` images, by bind id.
     pub outputs: Vec<DlaImage>,
+    /// Every output tensor's descriptor and surface, by bind id.
+    pub tensors: Vec<OutputTensor>,
     /// Seconds spent running the tasks.
     pub seconds: f64,
+}
+
+/// Tensors given as numbers and the scales of integer tensors.
+#[derive(Debug, Clone, Default)]
+pub struct TensorIo {
+    /// `--input` files, already read, by bind id.
+    pub inputs: Vec<(PathBuf, HostTensor)>,
+    /// `--input-scale`: none, one for every input, or one per input file.
+    pub input_scales: Vec<f32>,
+    /// `--output-scale`: none, one for every output, or one per output (only checked here).
+    pub output_scales: Vec<f32>,
+}
+
+/// The scale of tensor `i` of `count` from a flag given `scales.len()` times.
+pub fn scale_for(
+    flag: &str,
+    scales: &[f32],
+    i: usize,
+    count: usize,
+) -> Result<Option<f32>, AppError> {
+    match scales.len() {
+        0 => Ok(None),
+        1 => Ok(Some(scales[0])),
+        n if n == count => Ok(scales.get(i).copied()),
+        n => Err(AppError(format!(
+            "{flag} is given {n} times for {count} tensor(s): give it once (for every one) or \
+             once per tensor"
+        ))),
+    }
 }
 
 /// Loads `loadable` on `dev`, feeds `image` (if any) into input 0, runs every task and
@@ -153,22 +227,105 @@ pub fn infer(
     run_opts: &RunOptions,
     log: &mut dyn Write,
 ) -> Result<Outcome, AppError> {
+    infer_with(
+        dev,
+        loadable,
+        image,
+        &TensorIo::default(),
+        image_opts,
+        run_opts,
+        log,
+    )
+}
+
+/// [`infer`], feeding the arrays of `io` into inputs 0, 1, ... instead of an image.
+pub fn infer_with(
+    dev: &mut dyn Device,
+    loadable: &[u8],
+    image: Option<&Path>,
+    io: &TensorIo,
+    image_opts: &ImageOptions,
+    run_opts: &RunOptions,
+    log: &mut dyn Write,
+) -> Result<Outcome, AppError> {
     let mut rt = Runtime::load(dev, loadable)?;
-    let result = infer_loaded(&mut rt, dev, image, image_opts, run_opts, log);
+    let result = infer_loaded(&mut rt, dev, image, io, image_opts, run_opts, log);
     rt.release(dev);
     result
+}
+
+/// Writes the `--input` arrays into their tensors.
+fn feed_tensors(
+    rt: &mut Runtime<'_>,
+    dev: &mut dyn Device,
+    io: &TensorIo,
+    log: &mut dyn Write,
+) -> Result<(), AppError> {
+    let inputs = rt.tensor_count(Direction::Input);
+    let given = io.inputs.len();
+    if given > inputs {
+        return Err(AppError(format!(
+            "{given} --input files given, the loadable has {inputs} input tensor(s)"
+        )));
+    }
+    for (i, (path, host)) in io.inputs.iter().enumerate() {
+        let t = rt.tensor(Direction::Input, i)?.clone();
+        let mut scale = scale_for("--input-scale", &io.input_scales, i, given)?;
+        if scale.is_some() && t.data_type == nvdla_loadable::DataType::HALF {
+            let _ = writeln!(
+                log,
+                "note: input {i} '{}' is HALF: --input-scale does not apply to it",
+                t.name
+            );
+            scale = None;
+        }
+        let data =
+            tensor::host_to_input(host, &t, scale).map_err(|e| TensorFileError::new(path, e))?;
+        rt.write_input(dev, i, &data)?;
+        let _ = writeln!(
+            log,
+            "input {i} '{}' ({} {}, {}): {} {:?} from {}",
+            t.name,
+            t.pixel_format,
+            t.data_type,
+            format_dims(&t),
+            host.element_type(),
+            host.shape(),
+            path.display()
+        );
+    }
+    for i in given..inputs {
+        let t = rt.tensor(Direction::Input, i)?;
+        let _ = writeln!(
+            log,
+            "no --input for input {i} '{}': it keeps what the loadable sets (zeros if nothing)",
+            t.name
+        );
+    }
+    Ok(())
+}
+
+fn format_dims(t: &TensorDesc) -> String {
+    let d = t.dims;
+    format!("{}x{}x{}x{}", d.n, d.c, d.h, d.w)
 }
 
 fn infer_loaded(
     rt: &mut Runtime<'_>,
     dev: &mut dyn Device,
     image: Option<&Path>,
+    io: &TensorIo,
     image_opts: &ImageOptions,
     run_opts: &RunOptions,
     log: &mut dyn Write,
 ) -> Result<Outcome, AppError> {
     let inputs = rt.tensor_count(Direction::Input);
+    let outputs = rt.tensor_count(Direction::Output);
+    if outputs > 0 {
+        scale_for("--output-scale", &io.output_scales, 0, outputs)?;
+    }
     match image {
+        _ if !io.inputs.is_empty() => feed_tensors(rt, dev, io, log)?,
         Some(path) => {
             if inputs == 0 {
                 return Err(AppError(format!(
@@ -207,8 +364,17 @@ fn infer_loaded(
     let images = (0..outputs)
         .map(|i| rt.output_image(dev, i, image_opts.dimg_numbering))
         .collect::<Result<Vec<_>, _>>()?;
+    let tensors = (0..outputs)
+        .map(|i| {
+            Ok(OutputTensor {
+                desc: rt.tensor(Direction::Output, i)?.clone(),
+                data: rt.read_output(dev, i)?,
+            })
+        })
+        .collect::<Result<Vec<_>, crate::error::Error>>()?;
     Ok(Outcome {
         outputs: images,
+        tensors,
         seconds,
     })
 }
@@ -318,6 +484,33 @@ fn run_args(
             )));
         }
     }
+    let npy_output = tensor::is_npy_path(&args.output);
+    if npy_output && args.rawdump {
+        return Err(AppError(format!(
+            "--rawdump writes upstream's text dump; it cannot go to the .npy output {}",
+            args.output.display()
+        )));
+    }
+    if args.input.is_empty() && !args.input_scale.is_empty() {
+        return Err(AppError(
+            "--input-scale applies to --input files; none is given".into(),
+        ));
+    }
+    if !npy_output && !args.output_scale.is_empty() {
+        return Err(AppError(format!(
+            "--output-scale applies to .npy outputs; {} is written as a .dimg",
+            args.output.display()
+        )));
+    }
+    let io = TensorIo {
+        inputs: args
+            .input
+            .iter()
+            .map(|p| Ok((p.clone(), tensor::read_tensor_file(p)?)))
+            .collect::<Result<_, TensorFileError>>()?,
+        input_scales: args.input_scale.clone(),
+        output_scales: args.output_scale.clone(),
+    };
     let _ = writeln!(out, "creating new runtime context...");
     let bytes = std::fs::read(loadable_path).map_err(|e| {
         AppError(format!(
@@ -333,10 +526,11 @@ fn run_args(
     }
     let mut dev = opener(&args.device, args.config).map_err(|e| AppError(e.to_string()))?;
     let _ = writeln!(out, "submitting tasks...");
-    let outcome = infer(
+    let outcome = infer_with(
         dev.as_mut(),
         &bytes,
         args.image.as_deref(),
+        &io,
         &args.image_options(),
         &args.run_options(),
         err,
@@ -365,9 +559,47 @@ fn run_args(
     if let Some(scores) = class_scores(&outcome.outputs[0]) {
         let _ = writeln!(out, "{scores}");
     }
-    let data = output_bytes(&outcome.outputs[0], args.rawdump);
-    std::fs::write(&args.output, data)
-        .map_err(|e| AppError(format!("cannot write {}: {e}", args.output.display())))?;
+    if npy_output {
+        write_npy_outputs(&args.output, &outcome.tensors, &args.output_scale, out, err)?;
+    } else {
+        let data = output_bytes(&outcome.outputs[0], args.rawdump);
+        std::fs::write(&args.output, data)
+            .map_err(|e| AppError(format!("cannot write {}: {e}", args.output.display())))?;
+    }
     let _ = writeln!(out, "Test pass");
+    Ok(())
+}
+
+/// Writes every output as a float32 `.npy`: output 0 to `base`, output i to `base` with `_<i>`
+/// before the extension ([`tensor::output_path`]).
+pub fn write_npy_outputs(
+    base: &Path,
+    outputs: &[OutputTensor],
+    scales: &[f32],
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<(), AppError> {
+    for (i, o) in outputs.iter().enumerate() {
+        let path = tensor::output_path(base, i);
+        let mut scale = scale_for("--output-scale", scales, i, outputs.len())?;
+        if scale.is_some() && o.desc.data_type == nvdla_loadable::DataType::HALF {
+            let _ = writeln!(
+                err,
+                "note: output {i} '{}' is HALF: --output-scale does not apply to it",
+                o.desc.name
+            );
+            scale = None;
+        }
+        let host = tensor::output_to_host(&o.desc, &o.data, scale)
+            .map_err(|e| TensorFileError::new(&path, e))?;
+        tensor::write_npy(&path, &host)?;
+        let _ = writeln!(
+            out,
+            "output {i} '{}': float32 {:?} written to {}",
+            o.desc.name,
+            host.shape(),
+            path.display()
+        );
+    }
     Ok(())
 }

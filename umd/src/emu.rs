@@ -1,4 +1,4 @@
-//! The CPU emulator: EMU1 tasks (power, softmax) run by the runtime itself.
+//! The CPU emulator: EMU1 tasks (power, softmax, and ONNC's log) run by the runtime itself.
 //!
 //! An EMU1 task is, like a DLA1 task, an address list whose entry 0 holds the network
 //! descriptor; the network descriptor names the address-list slots of the operation list and
@@ -17,14 +17,23 @@
 //!   compilers produce, with at most 16 fp16 or 32 int8 channels per group); so does this
 //!   module. The maximum is subtracted before `expf`, the sum is accumulated in f32 in channel
 //!   order. int8 data goes through half precision exactly as upstream does.
+//! - **log** (`op_type` 2, not in NVIDIA's runtime: ONNC adds it to its patched runtime and
+//!   its compiler emits it for ONNX `Log`) `y = ln(x)` element by element over the source
+//!   cube, addressed like power. fp16 is computed in f32 (`logf`) and rounded back to half,
+//!   as ONNC's runtime does (so `ln 0 = -inf` and a negative input gives NaN). For int8 the
+//!   source is multiplied by the input scale factor, the logarithm divided by the output
+//!   scale factor, rounded to nearest even (`rintf`, as ONNC) and saturated (`-inf` to
+//!   -128, NaN to 0). ONNC's legacy emulator only ever addresses fp16 buffers, so its
+//!   int8 path never ran; the scale factors exist only in the current layout (1.0 for
+//!   legacy descriptors).
 //!
 //! Only the formats upstream's emulator accepts are accepted (fp16 and the two int8 layouts
-//! for power; fp16 and int8 for softmax); others, and differing source and destination
+//! for power and log; fp16 and int8 for softmax); others, and differing source and destination
 //! formats, fail as they do there, but with an error instead of a silent failure.
 
 use nvdla_loadable::emu::{
-    BufferDesc, BufferFormat, EmuDecodeError, Layout, NetworkDesc, OpBufferDescs, OpDesc,
-    PowerOpDesc, SoftmaxOpDesc,
+    BufferDesc, BufferFormat, CommonOpDesc, EmuDecodeError, Layout, NetworkDesc, OpBufferDescs,
+    OpDesc, PowerOpDesc, SoftmaxOpDesc,
 };
 use nvdla_loadable::Descriptor;
 use thiserror::Error;
@@ -261,6 +270,7 @@ pub fn execute_op(op: &EmuOp, mem: &mut dyn SlotMemory) -> Result<(), EmuError> 
     match &op.op {
         OpDesc::Power(p) => power(p, src, dst, src_bytes, dst_bytes),
         OpDesc::Softmax(s) => softmax(s, src, dst, src_bytes, dst_bytes),
+        OpDesc::Log(l) => log(&l.common, src, dst, src_bytes, dst_bytes),
     }
 }
 
@@ -398,6 +408,53 @@ fn power(
                             format: src.format,
                         })
                     }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `rintf` then `saturate<float, int8>`: round to nearest, ties to even, then clamp; NaN
+/// gives 0 (see [`saturate_i8`]).
+pub fn round_saturate_i8(v: f32) -> i8 {
+    saturate_i8(v.round_ties_even())
+}
+
+/// ONNC's log: natural logarithm of every element of the source cube.
+fn log(
+    common: &CommonOpDesc,
+    src: &BufferDesc,
+    dst: &BufferDesc,
+    s: &[u8],
+    d: &mut [u8],
+) -> Result<(), EmuError> {
+    let unsupported = || EmuError::UnsupportedFormat {
+        op: "log",
+        format: src.format,
+    };
+    let format = src.format().map_err(|_| unsupported())?;
+    if !matches!(
+        format,
+        BufferFormat::Fp16 | BufferFormat::Int8 | BufferFormat::Int8Atom8
+    ) {
+        return Err(unsupported());
+    }
+    for c in 0..u32::from(src.channel) {
+        for h in 0..u32::from(src.height) {
+            for w in 0..u32::from(src.width) {
+                let so = element_offset(src, w, h, c)?;
+                let dof = element_offset(dst, w, h, c)?;
+                if format == BufferFormat::Fp16 {
+                    let e = element(s, so, 2, "source")?;
+                    let x = f16_to_f32(u16::from_le_bytes([e[0], e[1]]));
+                    let y = f32_to_f16(x.ln());
+                    element_mut(d, dof, 2, "destination")?.copy_from_slice(&y.to_le_bytes());
+                } else {
+                    let e = element(s, so, 1, "source")?;
+                    let x = f32::from(e[0] as i8) * common.input_scale_factor;
+                    let y = x.ln() / common.output_scale_factor;
+                    element_mut(d, dof, 1, "destination")?[0] = round_saturate_i8(y) as u8;
                 }
             }
         }
@@ -686,6 +743,59 @@ mod tests {
             execute_op(&big, &mut mem),
             Err(EmuError::OutOfBounds { .. })
         ));
+    }
+
+    #[test]
+    fn log_fp16_and_int8() {
+        use nvdla_loadable::emu::{LogBufferDescs, LogOpDesc};
+        let op = |format, input: f32, output: f32| EmuOp {
+            op: OpDesc::Log(LogOpDesc {
+                common: common(2, input, output),
+            }),
+            buffers: OpBufferDescs::Log(LogBufferDescs {
+                src_data: buf(0, format, 4, 1, 1, 128, 128),
+                dst_data: buf(1, format, 4, 1, 1, 128, 128),
+            }),
+        };
+        // fp16, one channel, four pixels 32 bytes apart: 0, 1, 2, -1.
+        let mut input = vec![0u8; 128];
+        for (i, v) in [0.0f32, 1.0, 2.0, -1.0].iter().enumerate() {
+            input[i * 32..i * 32 + 2].copy_from_slice(&f32_to_f16(*v).to_le_bytes());
+        }
+        let mut mem = Mem(vec![input, vec![0; 128]]);
+        execute_op(&op(BufferFormat::Fp16, 1.0, 1.0), &mut mem).unwrap();
+        let out: Vec<f32> = (0..4)
+            .map(|i| f16_to_f32(u16::from_le_bytes([mem.0[1][i * 32], mem.0[1][i * 32 + 1]])))
+            .collect();
+        assert_eq!(out[0], f32::NEG_INFINITY);
+        assert_eq!(out[1], 0.0);
+        // ln 2 = 0.693147..., the nearest half is 0.693359375 (ONNC's expected output).
+        assert_eq!(out[2], 0.693_359_4);
+        assert!(out[3].is_nan());
+        // int8 with scales: ln(x * 1.0) / 0.25, rounded to even, saturated.
+        let mut input = vec![0u8; 128];
+        for (i, v) in [0i8, 1, 3, -5].iter().enumerate() {
+            input[i * 32] = *v as u8;
+        }
+        let mut mem = Mem(vec![input, vec![0x55; 128]]);
+        execute_op(&op(BufferFormat::Int8, 1.0, 0.25), &mut mem).unwrap();
+        let out: Vec<i8> = (0..4).map(|i| mem.0[1][i * 32] as i8).collect();
+        // ln 3 / 0.25 = 4.394 -> 4.
+        assert_eq!(out, vec![-128, 0, 4, 0]);
+        // int16 is not an emulator format.
+        assert!(matches!(
+            execute_op(&op(BufferFormat::Int16, 1.0, 1.0), &mut mem),
+            Err(EmuError::UnsupportedFormat { op: "log", .. })
+        ));
+    }
+
+    #[test]
+    fn round_saturate_rounds_ties_to_even() {
+        assert_eq!(round_saturate_i8(2.5), 2);
+        assert_eq!(round_saturate_i8(3.5), 4);
+        assert_eq!(round_saturate_i8(-2.5), -2);
+        assert_eq!(round_saturate_i8(f32::NEG_INFINITY), -128);
+        assert_eq!(round_saturate_i8(f32::NAN), 0);
     }
 
     #[test]

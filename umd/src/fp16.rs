@@ -1,4 +1,5 @@
-//! IEEE binary16 conversions exactly as the upstream runtime performs them.
+//! IEEE binary16 conversions exactly as the upstream runtime performs them, and the IEEE
+//! default rounding for tensors given as numbers ([`f64_to_f16_even`]).
 //!
 //! Upstream converts with the `half_float` library (`half.h`, v1.x) configured for
 //! round-to-nearest with ties rounded *away from zero* (`HALF_ROUND_TIES_TO_EVEN` 0), not the
@@ -46,6 +47,59 @@ pub fn f32_to_f16(value: f32) -> u16 {
     // [2^-25, 2^-24)) always rounds up to the smallest subnormal.
     let round = ((mant >> (shift - 1)) | u32::from(exp == 102)) & 1;
     h + round as u16
+}
+
+/// IEEE round-to-nearest, ties-to-even conversion of `value` to binary16, as NumPy's
+/// `astype(float16)` rounds (used for `--input` tensor files, not for images, which keep
+/// upstream's [`f32_to_f16`]). One rounding step from the f64, so an f32 (exactly
+/// representable as f64) is rounded once too. Magnitudes from 65520 up become infinity; NaN
+/// stays a quiet NaN with the top of its payload.
+pub fn f64_to_f16_even(value: f64) -> u16 {
+    let bits = value.to_bits();
+    let sign = ((bits >> 48) & 0x8000) as u16;
+    let exp = ((bits >> 52) & 0x7ff) as i32;
+    let mant = bits & ((1u64 << 52) - 1);
+    if exp == 0x7ff {
+        return if mant == 0 {
+            sign | 0x7c00
+        } else {
+            sign | 0x7e00 | ((mant >> 42) as u16 & 0x03ff)
+        };
+    }
+    let e = exp - 1023;
+    if exp == 0 || e < -25 {
+        // Below 2^-25, half the smallest subnormal: zero.
+        return sign;
+    }
+    if e > 15 {
+        return sign | 0x7c00;
+    }
+    // The significand with its implicit bit, shifted down to 10 fraction bits (normal) or
+    // to multiples of 2^-24 (subnormal).
+    let m = (1u64 << 52) | mant;
+    let (shift, biased) = if e >= -14 {
+        (42, (e + 15) as u32)
+    } else {
+        (42 + (-14 - e) as u32, 0)
+    };
+    let mut q = m >> shift;
+    let rem = m & ((1u64 << shift) - 1);
+    let half = 1u64 << (shift - 1);
+    if rem > half || (rem == half && q & 1 == 1) {
+        q += 1;
+    }
+    // A carry out of the fraction bumps the exponent (up to infinity, 0x7c00).
+    let h = if biased == 0 {
+        q as u32
+    } else {
+        (biased << 10) + q as u32 - 0x400
+    };
+    sign | h as u16
+}
+
+/// [`f64_to_f16_even`] of an f32.
+pub fn f32_to_f16_even(value: f32) -> u16 {
+    f64_to_f16_even(f64::from(value))
 }
 
 /// Exact binary16 → binary32 (every half is representable; NaN payloads are kept).
@@ -137,6 +191,60 @@ mod tests {
         }
         // Ties-to-even would give 0x3c00 here.
         assert_eq!(f32_to_f16(1.0 + 2f32.powi(-11)), 0x3c01);
+    }
+
+    #[test]
+    fn even_rounding_matches_every_neighbour_pair() {
+        // Every half round-trips; every midpoint between neighbours goes to the even one;
+        // just above or below it goes to the nearer.
+        for h in 0..0x7c00u16 {
+            let v = f64::from(f16_to_f32(h));
+            assert_eq!(f64_to_f16_even(v), h, "{h:#06x}");
+            assert_eq!(f64_to_f16_even(-v), h | 0x8000, "-{h:#06x}");
+            let next = if h == 0x7bff {
+                65536.0
+            } else {
+                f64::from(f16_to_f32(h + 1))
+            };
+            let mid = (v + next) / 2.0;
+            let even = if h & 1 == 0 { h } else { h + 1 };
+            assert_eq!(f64_to_f16_even(mid), even, "mid of {h:#06x}");
+            let eps = (next - v) / 1024.0;
+            assert_eq!(f64_to_f16_even(mid - eps), h, "below mid of {h:#06x}");
+            assert_eq!(f64_to_f16_even(mid + eps), h + 1, "above mid of {h:#06x}");
+        }
+        // Differs from upstream's ties-away rule exactly on ties with an odd lower neighbour.
+        assert_eq!(f32_to_f16_even(1.0 + 2f32.powi(-11)), 0x3c00);
+        assert_eq!(f32_to_f16(1.0 + 2f32.powi(-11)), 0x3c01);
+        for v in [
+            0.1f32,
+            -0.1,
+            3.140625,
+            1e-5,
+            -6.1e-5,
+            0.33333334,
+            2f32.powi(-24) * 1.5,
+        ] {
+            let (a, b) = (f32_to_f16_even(v), reference(v));
+            // Ties are measure zero among these samples: both rules agree.
+            assert_eq!(a, b, "{v:e}");
+        }
+    }
+
+    #[test]
+    fn even_rounding_specials() {
+        assert_eq!(f64_to_f16_even(f64::INFINITY), 0x7c00);
+        assert_eq!(f64_to_f16_even(f64::NEG_INFINITY), 0xfc00);
+        assert_eq!(f64_to_f16_even(f64::NAN) & 0x7e00, 0x7e00);
+        assert_eq!(f64_to_f16_even(1e300), 0x7c00);
+        assert_eq!(f64_to_f16_even(65519.99), 0x7bff);
+        assert_eq!(f64_to_f16_even(65520.0), 0x7c00);
+        assert_eq!(f64_to_f16_even(-0.0), 0x8000);
+        assert_eq!(f64_to_f16_even(2f64.powi(-25)), 0);
+        assert_eq!(f64_to_f16_even(2f64.powi(-25) * 1.0001), 1);
+        assert_eq!(f64_to_f16_even(3.0 * 2f64.powi(-25)), 2);
+        assert_eq!(f64_to_f16_even(1e-300), 0);
+        assert_eq!(f64_to_f16_even(f64::from_bits(1)), 0);
     }
 
     #[test]

@@ -10,6 +10,9 @@
 //! - [`fp16`]: upstream's half-precision conversions (ties away from zero).
 //! - [`image`]: PGM/JPEG input and its conversion to the input tensor; output tensors as
 //!   `.dimg` images.
+//! - [`tensor`]: tensors as numbers: `--input` arrays converted to an input tensor's
+//!   precision and layout, outputs as float32 arrays; [`npy`] (NumPy `.npy`) and [`onnx`]
+//!   (ONNX `TensorProto`) read and write them.
 //! - [`dimg`]: the upstream `.dimg` image format (read, write byte-identical to upstream,
 //!   the `--rawdump` text and the `printBuffer` debug view).
 //! - [`device`]: choosing a backend ([`device::open_device`], the seam where backends are
@@ -26,8 +29,11 @@ pub mod emu;
 pub mod error;
 pub mod fp16;
 pub mod image;
+pub mod npy;
+pub mod onnx;
 pub mod runtime;
 pub mod server;
+pub mod tensor;
 
 pub use device::{open_device, DeviceKind, HwConfig, MockDevice};
 pub use error::{Direction, Error};

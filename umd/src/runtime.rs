@@ -320,9 +320,11 @@ impl<'l> Runtime<'l> {
     /// device buffers, once per list (tasks may share one).
     ///
     /// The firmware reads one descriptor layout; loadables built before interface 0.12
-    /// (NVIDIA's regression corpus among them) carry the older data-cube layout, which
-    /// [`nvdla_loadable::upgrade`] converts in place. The layout is that of the network
-    /// descriptor's blob version.
+    /// (NVIDIA's regression corpus among them) and ONNC's (which write 1.x as the version)
+    /// carry the older data-cube layout, which [`nvdla_loadable::upgrade`] converts in
+    /// place. The layout is detected from the descriptors the loadable's blobs hold
+    /// ([`nvdla_loadable::cubes::detect_layout`]); for lists not filled from blobs, the
+    /// network descriptor's blob version decides.
     fn upgrade_legacy_surfaces(&mut self, dev: &mut dyn Device) -> Result<()> {
         use nvdla_loadable::dla::{self, Layout as DlaLayout, NetworkDesc};
         use nvdla_loadable::Descriptor;
@@ -342,7 +344,19 @@ impl<'l> Runtime<'l> {
                 continue;
             };
             let v = blob.version();
-            if DlaLayout::for_version(v.major, v.minor) != DlaLayout::Legacy {
+            let by_version = DlaLayout::for_version(v.major, v.minor);
+            let layout =
+                nvdla_loadable::cubes::dla_task(&self.loadable, &task).map_or(by_version, |t| {
+                    if t.layout != by_version {
+                        log::info!(
+                            "task {ti}: DLA descriptors use the {:?} data-cube layout although \
+                             their version {v} names {by_version:?} (detected from the surfaces)",
+                            t.layout
+                        );
+                    }
+                    t.layout
+                });
+            if layout != DlaLayout::Legacy {
                 continue;
             }
             let bad = |what: String| Error::Descriptor { task: ti, what };

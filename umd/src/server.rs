@@ -11,14 +11,33 @@
 //! | `RUN_FLATBUF` | | `[OK] Test PASSED!` or `[OK] Test FAILED!` |
 //! | `RUN_IMAGE_<name>` | the image file | as `RUN_FLATBUF`, run with that image |
 //! | `GET_NUMOUTPUTS` | | the number of outputs of the last run, in decimal |
-//! | `GET_OUTPUT` | the output index, in decimal | that output as a `.dimg` |
+//! | `GET_OUTPUT` | the output index, in decimal | that output as a `.dimg`, or `0\n` (below) |
 //! | `SHUTDOWN` | | `ACK_SHUTDOWN`, and the server exits |
 //!
-//! Upstream serves port 6666 (here `--port`, default 6666). Differences: an image name is
-//! reduced to its file name and stored in a private temporary directory (upstream writes it
-//! into the working directory under whatever name the client sent); `GET_OUTPUT` honours the
-//! index; before any run it answers with an empty message instead of crashing. An unknown
-//! command ends the connection, as upstream, and the server waits for the next client.
+//! Upstream serves port 6666 (here `--port`, default 6666).
+//!
+//! **One connection, one client.** The loadable a connection reads and the outputs of its
+//! runs belong to that connection: they are dropped when it ends, so the next client's
+//! `QUERY_FLATBUF` answers `NO`, its `RUN_FLATBUF` fails (`[OK] Test FAILED!`, nothing
+//! cached) and its `GET_NUMOUTPUTS` is `0` until it sends its own loadable. Upstream drops
+//! the cached loadable at the end of a connection too (its outputs it keeps).
+//!
+//! **Protocol errors.** The protocol has no error reply:
+//! - `GET_OUTPUT` with an index that is not a number, is out of range, or comes before any
+//!   successful run is answered with an empty message, `0\n`. That is a protocol error,
+//!   not an output: no `.dimg` is empty, and our [`read_message`] refuses it (NVIDIA's
+//!   `dla_client.py` accepts it and writes an empty `o_<index>.dimg`). Upstream sends output
+//!   0 whatever the index, and crashes before any run.
+//! - A malformed message (no size line, a size of 0 or above 512 MiB, a short body) or an
+//!   unknown command ends the connection: **the server closes the socket**, so the client
+//!   reads end-of-file at once, and the server waits for the next client. Upstream also
+//!   abandons the connection and goes back to `accept`, but never closes the socket, which
+//!   stays open until the client gives up on its own timeout. A failed run is not a protocol
+//!   error: it is answered (`[OK] Test FAILED!`) and the connection goes on.
+//!
+//! Other differences: an image name is reduced to its file name and stored, for the run
+//! only, in a private temporary directory (upstream writes it into the working directory
+//! under whatever name the client sent); `GET_OUTPUT` honours the index.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -83,7 +102,8 @@ fn bad(msg: &str) -> std::io::Error {
     std::io::Error::new(std::io::ErrorKind::InvalidData, msg.to_string())
 }
 
-/// State kept across commands and connections.
+/// The server's state. `loadable` and `outputs` belong to the current connection and are
+/// cleared when it starts and when it ends.
 struct Session<'a> {
     args: &'a Args,
     dev: &'a mut dyn Device,
@@ -119,8 +139,24 @@ impl Session<'_> {
         }
     }
 
-    /// Handles one connection until it ends, fails, or shuts the server down.
+    /// Forgets everything a client sent or received: its loadable and its outputs.
+    fn forget_client(&mut self) {
+        self.loadable = None;
+        self.outputs.clear();
+    }
+
+    /// Handles one connection until it ends, fails, or shuts the server down; the client's
+    /// loadable and outputs do not outlive it.
     fn connection(&mut self, stream: TcpStream, log: &mut dyn Write) -> std::io::Result<()> {
+        self.forget_client();
+        let result = self.commands(stream, log);
+        self.forget_client();
+        result
+    }
+
+    /// The command loop of one connection. An `Err` ends the connection (the stream is
+    /// dropped, which closes the socket).
+    fn commands(&mut self, stream: TcpStream, log: &mut dyn Write) -> std::io::Result<()> {
         let mut w = stream.try_clone()?;
         let mut r = BufReader::new(stream);
         while self.running {
@@ -147,12 +183,26 @@ impl Session<'_> {
                 }
                 "GET_OUTPUT" => {
                     let index = read_message(&mut r)?;
-                    let index: usize = String::from_utf8_lossy(&index).trim().parse().unwrap_or(0);
-                    let data = self
-                        .outputs
-                        .get(index)
-                        .map(DlaImage::write)
-                        .unwrap_or_default();
+                    let text = String::from_utf8_lossy(&index);
+                    let output = text
+                        .trim_matches(|c: char| c.is_whitespace() || c == '\0')
+                        .parse::<usize>()
+                        .ok()
+                        .and_then(|i| self.outputs.get(i));
+                    // No such output: the empty message `0\n`, the protocol's only way to
+                    // say so (see the module documentation).
+                    let data = match output {
+                        Some(o) => o.write(),
+                        None => {
+                            let _ = writeln!(
+                                log,
+                                "error: GET_OUTPUT {text}: no such output ({} after the last run); \
+                                 answering with an empty message",
+                                self.outputs.len()
+                            );
+                            Vec::new()
+                        }
+                    };
                     write_message(&mut w, &data)?
                 }
                 "SHUTDOWN" => {
@@ -168,7 +218,9 @@ impl Session<'_> {
                     let data = read_message(&mut r)?;
                     let path = self.image_dir.join(name);
                     std::fs::write(&path, data)?;
-                    let reply = self.execute(Some(path), log);
+                    let reply = self.execute(Some(path.clone()), log);
+                    // The image was for this run only.
+                    let _ = std::fs::remove_file(&path);
                     write_message(&mut w, reply)?
                 }
                 other => return Err(bad(&format!("invalid command '{other}'"))),

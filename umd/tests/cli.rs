@@ -167,7 +167,8 @@ fn mock_run_writes_dimg_and_rawdump() {
 }
 
 /// A loadable compiled for nv_small, run with the default nv_full: one error line that
-/// names the engine fault and suggests the other configurations; exit 1.
+/// names the engine fault first, with `EINVAL` (not a timeout), and suggests the other
+/// configurations; exit 1.
 #[test]
 fn wrong_configuration_is_explained() {
     let Some(shared) = common::shared("wrong_configuration_is_explained") else {
@@ -180,7 +181,14 @@ fn wrong_configuration_is_explained() {
     assert!(!out.contains("Test pass"), "{out}");
     let line = one_error_line(&err);
     assert!(
-        line.contains("ETIMEDOUT") && line.contains("engine fault in CDMA"),
+        line.contains(
+            "SUBMIT failed: EINVAL (errno 22): task 0: engine fault in CDMA: CDMA: invalid \
+             programming"
+        ),
+        "{line}"
+    );
+    assert!(
+        !line.contains("ETIMEDOUT") && !line.contains("timed out"),
         "{line}"
     );
     assert!(

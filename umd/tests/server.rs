@@ -97,3 +97,152 @@ fn regression_client_runs_a_loadable_on_the_vp() {
     assert_eq!(ask(b"SHUTDOWN"), b"ACK_SHUTDOWN");
     server.join().unwrap();
 }
+
+/// A client that speaks the protocol the way NVIDIA's `dla_client.py` does: every message is
+/// its length in decimal, a newline, then the bytes; a length of 0 is an empty message (its
+/// client accepts one, where our `read_message` refuses it).
+struct Client {
+    r: BufReader<TcpStream>,
+    w: TcpStream,
+}
+
+impl Client {
+    fn connect(port: u16) -> Self {
+        let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_read_timeout(Some(std::time::Duration::from_secs(60)))
+            .unwrap();
+        Client {
+            w: s.try_clone().unwrap(),
+            r: BufReader::new(s),
+        }
+    }
+
+    fn send(&mut self, data: &[u8]) {
+        self.w
+            .write_all(format!("{}\n", data.len()).as_bytes())
+            .unwrap();
+        self.w.write_all(data).unwrap();
+        self.w.flush().unwrap();
+    }
+
+    /// The next message; `None` when the server closed the connection.
+    fn receive(&mut self) -> Option<Vec<u8>> {
+        use std::io::Read;
+        let mut size = Vec::new();
+        loop {
+            let mut b = [0u8; 1];
+            if self.r.read(&mut b).ok()? == 0 {
+                return None;
+            }
+            if b[0] == b'\n' {
+                break;
+            }
+            size.push(b[0]);
+        }
+        let n: usize = String::from_utf8(size).unwrap().parse().unwrap();
+        let mut data = vec![0u8; n];
+        self.r.read_exact(&mut data).ok()?;
+        Some(data)
+    }
+
+    fn ask(&mut self, cmd: &str) -> Vec<u8> {
+        self.send(cmd.as_bytes());
+        self.receive().expect("a reply")
+    }
+
+    /// `READ_FLATBUF` and the loadable: no reply.
+    fn read_flatbuf(&mut self, loadable: &[u8]) {
+        self.send(b"READ_FLATBUF");
+        self.send(loadable);
+    }
+
+    /// `GET_OUTPUT` and the index as text.
+    fn output(&mut self, index: &str) -> Vec<u8> {
+        self.send(b"GET_OUTPUT");
+        self.ask(index)
+    }
+}
+
+/// The `.dimg` payload (after upstream's 36-byte header), sorted: the layouts of the two
+/// networks differ, their value multisets are what the test knows.
+fn sorted_payload(dimg: &[u8]) -> Vec<u8> {
+    assert_eq!(&dimg[..4], b"DIMG");
+    let mut v = dimg[36..].to_vec();
+    v.sort_unstable();
+    v
+}
+
+/// Two clients one after the other, each driving the server as NVIDIA's regression client
+/// does (welcome, send the loadable, run, count the outputs, fetch each): the second never
+/// sees the first one's loadable or outputs; `GET_OUTPUT` for an output that does not exist
+/// is the empty message `0\n` and the connection goes on; an unknown command closes the
+/// socket at once; the server then serves the next client.
+#[test]
+fn clients_do_not_share_loadables_or_outputs() {
+    use nvdla_loadable::dla::Layout;
+    use nvdla_loadable::examples::{bdma_copy, sdp_relu, DLA1_VERSION};
+    let relu = sdp_relu(8, 8, Layout::Current, DLA1_VERSION, None).build();
+    let copy = bdma_copy(8, 8).build();
+    let ramp: Vec<u8> = (0..2048u32).map(|i| (i % 251) as u8).collect();
+    let relu_of_ramp: Vec<u8> = ramp.iter().map(|&b| (b as i8).max(0) as u8).collect();
+    let sorted = |mut v: Vec<u8>| {
+        v.sort_unstable();
+        v
+    };
+
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = std::thread::spawn(move || {
+        let args = Args::try_parse_from(["nvdla-runtime", "-s"]).unwrap();
+        let mut dev = nvdla_port::vp::VpDevice::new(nvdla_port::vp::VpConfig::NvFull);
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        serve_on(listener, &args, &mut dev, &mut out, &mut err).unwrap();
+        String::from_utf8(err).unwrap()
+    });
+
+    // First client: the regression client's sequence, plus two bad GET_OUTPUTs.
+    let mut a = Client::connect(port);
+    assert_eq!(a.ask("GET_WELCOME"), b"Hello World!");
+    assert_eq!(a.ask("QUERY_FLATBUF"), b"NO");
+    a.read_flatbuf(&relu);
+    assert_eq!(a.ask("QUERY_FLATBUF"), b"YES");
+    assert_eq!(a.ask("RUN_FLATBUF"), b"[OK] Test PASSED!");
+    assert_eq!(a.ask("GET_NUMOUTPUTS"), b"1");
+    let first = a.output("0");
+    assert_eq!(sorted_payload(&first), sorted(relu_of_ramp.clone()));
+    assert_eq!(a.output("1"), b"", "out of range: the empty message");
+    assert_eq!(a.output("zero"), b"", "not a number: the empty message");
+    assert_eq!(
+        a.ask("GET_WELCOME"),
+        b"Hello World!",
+        "the connection goes on"
+    );
+    drop(a);
+
+    // Second client: nothing of the first one's is left.
+    let mut b = Client::connect(port);
+    assert_eq!(b.ask("GET_WELCOME"), b"Hello World!");
+    assert_eq!(b.ask("QUERY_FLATBUF"), b"NO");
+    assert_eq!(b.ask("RUN_FLATBUF"), b"[OK] Test FAILED!");
+    assert_eq!(b.ask("GET_NUMOUTPUTS"), b"0");
+    assert_eq!(b.output("0"), b"", "no run yet: the empty message");
+    // Its own network runs and gives its own output.
+    b.read_flatbuf(&copy);
+    assert_eq!(b.ask("RUN_FLATBUF"), b"[OK] Test PASSED!");
+    assert_eq!(b.ask("GET_NUMOUTPUTS"), b"1");
+    let second = b.output("0");
+    assert_eq!(sorted_payload(&second), sorted(ramp));
+    assert_ne!(first, second);
+    // An unknown command: the server closes the socket.
+    b.send(b"BOGUS");
+    assert_eq!(b.receive(), None, "the server closed the connection");
+    drop(b);
+
+    // Third client: served; the second one's loadable is gone too.
+    let mut c = Client::connect(port);
+    assert_eq!(c.ask("QUERY_FLATBUF"), b"NO");
+    assert_eq!(c.ask("SHUTDOWN"), b"ACK_SHUTDOWN");
+    let log = server.join().unwrap();
+    assert!(log.contains("invalid command 'BOGUS'"), "{log}");
+    assert!(log.contains("GET_OUTPUT 1: no such output"), "{log}");
+}

@@ -563,7 +563,7 @@ fn random_chains_are_preserved() {
         let k = 1 + (rng.next_u64() % 5) as usize;
         let sh = s(1, k, 4, 4);
         let mut b = Builder::new(s(1, c, 4, 4));
-        let with_bias = rng.next_u64() % 2 == 0;
+        let with_bias = rng.next_u64().is_multiple_of(2);
         let conv = Op::Conv(random_conv(&mut rng, c, k, 1, with_bias));
         let mut t = b.add("conv", conv, &[TensorId(0)], sh);
         let mut outputs = Vec::new();
@@ -582,7 +582,7 @@ fn random_chains_are_preserved() {
                 _ => affine_op(Some(vec![1.0; k]), None),
             };
             t = b.add(&format!("n{i}"), op, &[t], sh);
-            if rng.next_u64() % 5 == 0 {
+            if rng.next_u64().is_multiple_of(5) {
                 outputs.push(t);
             }
         }

@@ -75,7 +75,7 @@ fn program_transfer<H: Hw>(
         t.surface_repeat,
     )?;
     ctx.check(
-        t.line_size != 0 && t.line_size % 32 == 0,
+        t.line_size != 0 && t.line_size.is_multiple_of(32),
         "dla_bdma_transfer_desc.line_size",
         t.line_size,
     )?;

@@ -145,7 +145,7 @@ impl FakeHw {
 
 impl Hw for FakeHw {
     fn reg_read(&mut self, offset: u32) -> Result<u32, HwError> {
-        if offset % 4 != 0 {
+        if !offset.is_multiple_of(4) {
             return Err(HwError::UnalignedRegister { offset });
         }
         let (b, off) =
@@ -171,7 +171,7 @@ impl Hw for FakeHw {
     }
 
     fn reg_write(&mut self, offset: u32, value: u32) -> Result<(), HwError> {
-        if offset % 4 != 0 {
+        if !offset.is_multiple_of(4) {
             return Err(HwError::UnalignedRegister { offset });
         }
         let (b, off) =
@@ -331,10 +331,13 @@ pub fn load(bytes: &[u8], version: HwVersion) -> FakeHw {
             len: (size - a.offset()).max(1),
         });
     }
-    // Legacy (pre-0.12) surface lists are upgraded in place before the task runs.
+    // Legacy (pre-0.12) surface lists are upgraded in place before the task runs; the
+    // layout is the one the descriptors show (as the runtime decides it).
     let net_blob = l.blob_at_address(ids[0]).expect("network descriptor blob");
     let v = net_blob.version();
-    if Layout::for_version(v.major, v.minor) == Layout::Legacy {
+    let layout = nvdla_loadable::cubes::dla_task(&l, &task)
+        .map_or(Layout::for_version(v.major, v.minor), |t| t.layout);
+    if layout == Layout::Legacy {
         let net = NetworkDesc::decode_from(&hw.read_entry(0, 0, NetworkDesc::SIZE)).unwrap();
         let n = usize::from(net.num_operations) * usize::from(net.num_rois.max(1));
         let dep_i = net.dependency_graph_index as u16;

@@ -1,6 +1,6 @@
 //! Fuzz `Loadable::parse`, then everything that reads a parsed loadable:
-//! the inspector (which decodes every DLA1/EMU1 descriptor it can reach)
-//! and the builder round trip. The raw input is also fed to every
+//! the inspector (which decodes every DLA1/EMU1 descriptor it can reach),
+//! the data-cube check and the builder round trip. The raw input is also fed to every
 //! descriptor decoder directly, in both layouts.
 #![no_main]
 
@@ -28,6 +28,7 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(l) = Loadable::parse(data) {
         let summary = inspect::summarize(&l);
         let _ = inspect::render_text(&summary);
+        let _ = nvdla_loadable::cubes::check(&l);
         let mut spec = LoadableSpec::from_loadable(&l);
         let rebuilt = spec.build();
         let again = Loadable::parse(&rebuilt).expect("builder output must parse");

@@ -21,7 +21,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Validate loadables; print `OK <file>` or the first error of each.
+    /// Validate loadables (structure, references, and that every DLA data cube in use fits
+    /// its buffer); print `OK <file>` or the first error of each.
     Check {
         /// Loadable files.
         #[arg(required = true)]
@@ -54,13 +55,14 @@ fn run(cli: Cli) -> Result<(), String> {
             let mut failed = 0;
             for file in &files {
                 match load(file).and_then(|b| {
-                    Loadable::parse(&b)
-                        .map(|l| {
-                            for w in nvdla_loadable::lint::zero_bias_warnings(&l) {
-                                println!("WARNING {}: {w}", file.display());
-                            }
-                        })
-                        .map_err(|e| format!("{}: {e}", file.display()))
+                    let l = Loadable::parse(&b).map_err(|e| format!("{}: {e}", file.display()))?;
+                    // Data cubes the hardware would read or write must fit their buffers.
+                    nvdla_loadable::cubes::check(&l)
+                        .map_err(|e| format!("{}: {e}", file.display()))?;
+                    for w in nvdla_loadable::lint::zero_bias_warnings(&l) {
+                        println!("WARNING {}: {w}", file.display());
+                    }
+                    Ok(())
                 }) {
                     Ok(()) => println!("OK {}", file.display()),
                     Err(e) => {

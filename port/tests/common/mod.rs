@@ -56,8 +56,11 @@ pub fn load(dev: &mut dyn Device, bytes: &[u8]) -> Loaded {
             }
         })
         .collect();
+    // The layout the descriptors show, as the runtime decides it.
     let v = l.blob_at_address(ids[0]).unwrap().version();
-    if Layout::for_version(v.major, v.minor) == Layout::Legacy {
+    let layout = nvdla_loadable::cubes::dla_task(&l, &task)
+        .map_or(Layout::for_version(v.major, v.minor), |t| t.layout);
+    if layout == Layout::Legacy {
         let net = NetworkDesc::decode_from(&read(dev, addresses[0], NetworkDesc::SIZE)).unwrap();
         let n = usize::from(net.num_operations) * usize::from(net.num_rois.max(1));
         let deps = read(

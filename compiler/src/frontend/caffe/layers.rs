@@ -805,7 +805,7 @@ fn reshape(l: &LayerIn<'_, '_>) -> Result<(Op, Vec<usize>)> {
             .iter()
             .try_fold(1usize, |a, &d| a.checked_mul(d))
             .unwrap_or(0);
-        if explicit == 0 || total % explicit != 0 {
+        if explicit == 0 || !total.is_multiple_of(explicit) {
             return Err(ctx.err(format!(
                 "input count {total} is not divisible by the product of the given dimensions"
             )));
