@@ -1,4 +1,5 @@
-//! `nvdla-compiler`: Caffe models to NVDLA loadables, with upstream's command line.
+//! `nvdla-compiler`: Caffe and ONNX models to NVDLA loadables, with upstream's command
+//! line (plus `--onnx` and `--input-shape`).
 
 use clap::Parser;
 use nvdla_compiler::calibrate;
@@ -12,16 +13,23 @@ use nvdla_compiler::{compile_graph_with, passes, CompileError};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// Compile a Caffe model to an NVDLA loadable.
+/// Compile a Caffe or ONNX model to an NVDLA loadable.
 #[derive(Parser, Debug)]
 #[command(name = "nvdla-compiler", version)]
 struct Args {
-    /// Caffe network definition (protobuf text).
+    /// Caffe network definition (protobuf text); with --caffemodel.
     #[arg(long)]
-    prototxt: PathBuf,
-    /// Caffe trained weights (protobuf binary).
+    prototxt: Option<PathBuf>,
+    /// Caffe trained weights (protobuf binary); with --prototxt.
     #[arg(long)]
-    caffemodel: PathBuf,
+    caffemodel: Option<PathBuf>,
+    /// ONNX model (instead of --prototxt and --caffemodel).
+    #[arg(long, value_name = "F")]
+    onnx: Option<PathBuf>,
+    /// ONNX: the shape of a network input, `name=1x3x224x224` (repeatable); fixes
+    /// dimensions the model leaves symbolic.
+    #[arg(long = "input-shape", value_name = "NAME=DIMS", value_parser = parse_input_shape)]
+    input_shape: Vec<(String, Vec<usize>)>,
     /// Output: a directory (writes `<profile>.nvdla` in it) or a `.nvdla` file.
     #[arg(short = 'o', default_value = ".")]
     output: PathBuf,
@@ -101,7 +109,59 @@ struct Args {
     quiet: bool,
 }
 
+/// `name=1x3x224x224` (dimensions separated by `x` or `,`).
+fn parse_input_shape(s: &str) -> Result<(String, Vec<usize>), String> {
+    let (name, dims) = s
+        .rsplit_once('=')
+        .ok_or_else(|| format!("`{s}`: expected NAME=DIMS, e.g. data=1x3x224x224"))?;
+    if name.is_empty() {
+        return Err(format!("`{s}`: the input name is empty"));
+    }
+    let dims = dims
+        .split(['x', 'X', ','])
+        .map(|d| match d.trim().parse::<usize>() {
+            Ok(v) if v > 0 => Ok(v),
+            _ => Err(format!("`{s}`: `{d}` is not a positive dimension")),
+        })
+        .collect::<Result<Vec<usize>, String>>()?;
+    Ok((name.to_string(), dims))
+}
+
+/// The model files the flags name: exactly one source.
+fn model_files(a: &Args) -> Result<ModelFiles, CompileError> {
+    match (&a.prototxt, &a.caffemodel, &a.onnx) {
+        (Some(prototxt), Some(caffemodel), None) => {
+            if !a.input_shape.is_empty() {
+                return Err(CompileError::Option(
+                    "--input-shape applies to ONNX models (--onnx)".into(),
+                ));
+            }
+            Ok(ModelFiles::Caffe {
+                prototxt: prototxt.clone(),
+                caffemodel: caffemodel.clone(),
+            })
+        }
+        (None, None, Some(model)) => Ok(ModelFiles::Onnx {
+            model: model.clone(),
+            input_shapes: a.input_shape.clone(),
+        }),
+        (None, None, None) => Err(CompileError::Option(
+            "no model: give --prototxt F --caffemodel F (Caffe) or --onnx F (ONNX)".into(),
+        )),
+        (_, _, Some(_)) => Err(CompileError::Option(
+            "give one model: --onnx, or --prototxt with --caffemodel, not both".into(),
+        )),
+        (Some(_), None, None) => Err(CompileError::Option(
+            "--prototxt needs --caffemodel (the trained weights)".into(),
+        )),
+        (None, Some(_), None) => Err(CompileError::Option(
+            "--caffemodel needs --prototxt (the network definition)".into(),
+        )),
+    }
+}
+
 fn run(a: &Args) -> Result<(), CompileError> {
+    let files = model_files(a)?;
     let hw = nvdla_hw::Config::by_name(&a.configtarget).ok_or_else(|| {
         CompileError::Option(format!(
             "unknown --configtarget `{}` (known: {})",
@@ -163,11 +223,14 @@ fn run(a: &Args) -> Result<(), CompileError> {
             eprintln!("{m}");
         }
     };
-    progress(&format!("reading {}", a.prototxt.display()));
-    let mut graph = frontend::load(&ModelFiles::Caffe {
-        prototxt: a.prototxt.clone(),
-        caffemodel: a.caffemodel.clone(),
-    })?;
+    progress(&format!(
+        "reading {}",
+        match &files {
+            ModelFiles::Caffe { prototxt, .. } => prototxt.display(),
+            ModelFiles::Onnx { model, .. } => model.display(),
+        }
+    ));
+    let mut graph = frontend::load(&files)?;
     preprocess::apply(
         &mut graph,
         &Preprocess {

@@ -4,6 +4,7 @@
 //! ONNX Runtime's model loaders do; the command line picks the entry from its flags.
 
 pub mod caffe;
+pub mod onnx;
 
 use crate::error::Result;
 use crate::ir::Graph;
@@ -19,6 +20,14 @@ pub enum ModelFiles {
         /// `.caffemodel`.
         caffemodel: PathBuf,
     },
+    /// ONNX: one `.onnx` file (binary protobuf `ModelProto`, weights inside).
+    Onnx {
+        /// `.onnx`.
+        model: PathBuf,
+        /// Shapes of network inputs by name, fixing dimensions the model leaves symbolic
+        /// (`--input-shape name=1x3x224x224`).
+        input_shapes: Vec<(String, Vec<usize>)>,
+    },
 }
 
 /// A front end.
@@ -30,15 +39,22 @@ pub struct FrontEnd {
 }
 
 /// Every front end.
-pub const REGISTRY: &[FrontEnd] = &[FrontEnd {
-    format: "caffe",
-    load: caffe::load_files,
-}];
+pub const REGISTRY: &[FrontEnd] = &[
+    FrontEnd {
+        format: "caffe",
+        load: caffe::load_files,
+    },
+    FrontEnd {
+        format: "onnx",
+        load: onnx::load_files,
+    },
+];
 
 /// Load a model with the front end for its format.
 pub fn load(files: &ModelFiles) -> Result<Graph> {
     let format = match files {
         ModelFiles::Caffe { .. } => "caffe",
+        ModelFiles::Onnx { .. } => "onnx",
     };
     let fe = REGISTRY
         .iter()

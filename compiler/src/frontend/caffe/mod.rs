@@ -45,7 +45,12 @@ pub fn load_files(files: &ModelFiles) -> Result<Graph> {
     let ModelFiles::Caffe {
         prototxt,
         caffemodel,
-    } = files;
+    } = files
+    else {
+        return Err(CompileError::Option(
+            "the Caffe front end reads Caffe models only".into(),
+        ));
+    };
     let read = |p: &Path| {
         std::fs::read(p).map_err(|source| CompileError::Io {
             path: p.to_path_buf(),

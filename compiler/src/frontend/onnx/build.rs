@@ -1,0 +1,654 @@
+//! The graph walk: ONNX values to IR tensors and constants, nodes in order, graph inputs
+//! and outputs.
+//!
+//! Every ONNX value is a [`Value`]: a constant, an activation (an IR tensor plus the
+//! value's ONNX dimensions), a pending zero padding (a `Pad` waiting for the convolution
+//! or pooling it folds into), or an output that exists in ONNX but not in the IR (a
+//! `MaxPool`'s indices, a `Dropout`'s mask), which is an error only if something reads it.
+//!
+//! **Shapes.** An activation of ONNX dimensions `d` normally has the IR shape [`ir_shape`]
+//! of `d`: `[N, C, H, W]` as is, fewer axes padded with trailing 1s (`[N, K]` is
+//! `N x K x 1 x 1`, `[N, C, L]` is `N x C x L x 1`, `[K]` is `1 x K x 1 x 1`), more axes
+//! folded into H. Layout-only ops (`Reshape`, `Flatten`, `Squeeze`, `Unsqueeze`,
+//! `Identity`, `Dropout`) emit no node: their result is the same IR tensor with new ONNX
+//! dimensions, which is always valid because both are row-major over the same elements.
+//! An op that needs the channel layout (per-channel constants, convolution, pooling,
+//! concatenation) asks for the canonical IR shape; when the tensor's IR shape differs, an
+//! IR `Flatten` gives `N x K x 1 x 1`, and any other change of layout is an error (the IR
+//! has no general reshape).
+
+use super::ops;
+use super::proto::{attribute_type as at, data_type as dt, AttributeProto, GraphProto, NodeProto};
+use super::tensor::{self, fmt_dims, Const, MAX_ACTIVATION};
+use super::Options;
+use crate::error::{CompileError, Result};
+use crate::ir::{Graph, Node, Op, Shape, TensorId};
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
+
+/// Lowest and highest version of the default operator set accepted. Versions 22 to 25
+/// changed only the element types the operators mapped here accept; version 6 differs
+/// from 7 in the legacy broadcasting of `Add`/`Sub`/`Mul`/`Div`/`PRelu` and the `is_test`
+/// attributes, which are read.
+pub(crate) const OPSETS: std::ops::RangeInclusive<i64> = 6..=25;
+
+/// An activation: an IR tensor and the ONNX dimensions of the value.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Act {
+    /// The IR tensor holding the values (row-major, same order as the ONNX value).
+    pub t: TensorId,
+    /// ONNX dimensions.
+    pub dims: Vec<usize>,
+}
+
+/// An ONNX value.
+#[derive(Debug, Clone)]
+pub(crate) enum Value {
+    /// A constant.
+    Const(Rc<Const>),
+    /// An activation.
+    Act(Act),
+    /// `act` with a pending constant padding of `value` on its spatial axes
+    /// (`[top, left, bottom, right]`); `dims` are the padded dimensions.
+    Padded {
+        /// The unpadded activation.
+        act: Act,
+        /// `[top, left, bottom, right]`.
+        pads: [usize; 4],
+        /// Padding value.
+        value: f32,
+        /// Dimensions after padding.
+        dims: Vec<usize>,
+    },
+    /// An output the IR does not compute; reading it is an error with this reason.
+    Unavailable(String),
+}
+
+impl Value {
+    /// The ONNX dimensions, if known.
+    pub fn dims(&self) -> Option<&[usize]> {
+        match self {
+            Value::Const(c) => Some(&c.dims),
+            Value::Act(a) => Some(&a.dims),
+            Value::Padded { dims, .. } => Some(dims),
+            Value::Unavailable(_) => None,
+        }
+    }
+}
+
+/// The IR shape of ONNX dimensions `d` (see the module documentation).
+pub(crate) fn ir_shape(d: &[usize]) -> Result<Shape, String> {
+    tensor::count(d, MAX_ACTIVATION)?;
+    if d.contains(&0) {
+        return Err(format!(
+            "an empty tensor ({}) cannot be an activation",
+            fmt_dims(d)
+        ));
+    }
+    Ok(match *d {
+        [] => Shape::new(1, 1, 1, 1),
+        [k] => Shape::new(1, k, 1, 1),
+        [n, c] => Shape::new(n, c, 1, 1),
+        [n, c, h] => Shape::new(n, c, h, 1),
+        [n, c, h, w] => Shape::new(n, c, h, w),
+        _ => Shape::new(
+            d[0],
+            d[1],
+            d[2..d.len() - 1].iter().product(),
+            d[d.len() - 1],
+        ),
+    })
+}
+
+/// The ONNX axis that is the IR's channel axis for a value of rank `r`.
+pub(crate) fn channel_axis(r: usize) -> Option<usize> {
+    match r {
+        0 => None,
+        1 => Some(0),
+        _ => Some(1),
+    }
+}
+
+/// One node being mapped: the node, its label for errors, the opset and its inputs.
+pub(crate) struct NodeCx<'n> {
+    /// The node.
+    pub node: &'n NodeProto,
+    /// Its name, or `<op>#<index>` when unnamed.
+    pub label: String,
+    /// Version of the default operator set.
+    pub opset: i64,
+    /// Resolved inputs (`None`: absent optional input).
+    pub inputs: Vec<Option<Value>>,
+}
+
+impl NodeCx<'_> {
+    /// The operator.
+    pub fn op(&self) -> &str {
+        &self.node.op_type
+    }
+
+    /// A [`CompileError::Layer`] naming this node.
+    pub fn err(&self, reason: impl Into<String>) -> CompileError {
+        CompileError::layer(self.label.clone(), self.node.op_type.clone(), reason)
+    }
+
+    /// Name of output `k` (`""` if absent).
+    pub fn out(&self, k: usize) -> &str {
+        self.node.output.get(k).map_or("", String::as_str)
+    }
+
+    /// Name of input `k` (`""` if absent).
+    pub fn in_name(&self, k: usize) -> &str {
+        self.node.input.get(k).map_or("", String::as_str)
+    }
+
+    /// Input `k`, if present.
+    pub fn input(&self, k: usize) -> Option<&Value> {
+        self.inputs.get(k).and_then(Option::as_ref)
+    }
+
+    /// Requires between `lo` and `hi` inputs (absent optional ones included).
+    pub fn arity(&self, lo: usize, hi: usize) -> Result<()> {
+        let n = self.inputs.len();
+        if n < lo || n > hi {
+            return Err(self.err(if lo == hi {
+                format!("expects {lo} input(s), found {n}")
+            } else {
+                format!("expects {lo} to {hi} inputs, found {n}")
+            }));
+        }
+        if (0..lo).any(|k| self.input(k).is_none()) {
+            return Err(self.err(format!("expects {lo} non-empty input(s)")));
+        }
+        Ok(())
+    }
+
+    /// Input `k` as an activation (not a constant, not padded).
+    pub fn act(&self, k: usize) -> Result<Act> {
+        match self.input(k) {
+            Some(Value::Act(a)) => Ok(a.clone()),
+            Some(Value::Const(_)) => Err(self.err(format!(
+                "input `{}` is a constant; this op maps to the IR only when it is computed \
+                 by the network",
+                self.in_name(k)
+            ))),
+            Some(Value::Padded { .. }) => Err(self.err(format!(
+                "input `{}` comes from a Pad, which the IR can only fold into a following \
+                 Conv (zero padding), AveragePool (zero padding) or MaxPool (-inf padding)",
+                self.in_name(k)
+            ))),
+            Some(Value::Unavailable(r)) => {
+                Err(self.err(format!("input `{}`: {r}", self.in_name(k))))
+            }
+            None => Err(self.err(format!("input {k} is missing"))),
+        }
+    }
+
+    /// Input `k` as a constant, if present; an activation is an error naming `what`.
+    pub fn constant(&self, k: usize, what: &str) -> Result<Option<Rc<Const>>> {
+        match self.input(k) {
+            None => Ok(None),
+            Some(Value::Const(c)) => Ok(Some(c.clone())),
+            Some(_) => Err(self.err(format!(
+                "{what} (`{}`) must be a constant (an initializer or computed from constants)",
+                self.in_name(k)
+            ))),
+        }
+    }
+
+    /// Input `k` as a required constant.
+    pub fn required(&self, k: usize, what: &str) -> Result<Rc<Const>> {
+        self.constant(k, what)?
+            .ok_or_else(|| self.err(format!("{what} (input {k}) is missing")))
+    }
+
+    fn attr(&self, name: &str) -> Result<Option<&AttributeProto>> {
+        let mut found = self.node.attribute.iter().filter(|a| a.name == name);
+        let a = found.next();
+        if found.next().is_some() {
+            return Err(self.err(format!("attribute `{name}` is given twice")));
+        }
+        if let Some(a) = a {
+            if !a.ref_attr_name.is_empty() {
+                return Err(self.err(format!(
+                    "attribute `{name}` refers to a function attribute (`{}`)",
+                    a.ref_attr_name
+                )));
+            }
+        }
+        Ok(a)
+    }
+
+    fn typed(
+        &self,
+        name: &str,
+        want: i32,
+        set: impl Fn(&AttributeProto) -> bool,
+    ) -> Result<Option<&AttributeProto>> {
+        let Some(a) = self.attr(name)? else {
+            return Ok(None);
+        };
+        if a.r#type == want || (a.r#type == at::UNDEFINED && set(a)) {
+            return Ok(Some(a));
+        }
+        const NAMES: [&str; 10] = [
+            "undefined",
+            "float",
+            "int",
+            "string",
+            "tensor",
+            "graph",
+            "floats",
+            "ints",
+            "strings",
+            "tensors",
+        ];
+        let n = |t: i32| NAMES.get(t as usize).copied().unwrap_or("another type");
+        Err(self.err(format!(
+            "attribute `{name}` is of type {}, expected {}",
+            n(a.r#type),
+            n(want)
+        )))
+    }
+
+    /// An INT attribute.
+    pub fn int(&self, name: &str) -> Result<Option<i64>> {
+        Ok(self.typed(name, at::INT, |_| true)?.map(|a| a.i))
+    }
+
+    /// A FLOAT attribute.
+    pub fn float(&self, name: &str) -> Result<Option<f32>> {
+        Ok(self.typed(name, at::FLOAT, |_| true)?.map(|a| a.f))
+    }
+
+    /// An INTS attribute.
+    pub fn ints(&self, name: &str) -> Result<Option<Vec<i64>>> {
+        Ok(self
+            .typed(name, at::INTS, |a| !a.ints.is_empty())?
+            .map(|a| a.ints.clone()))
+    }
+
+    /// A FLOATS attribute.
+    pub fn floats(&self, name: &str) -> Result<Option<Vec<f32>>> {
+        Ok(self
+            .typed(name, at::FLOATS, |a| !a.floats.is_empty())?
+            .map(|a| a.floats.clone()))
+    }
+
+    /// A STRING attribute.
+    pub fn string(&self, name: &str) -> Result<Option<String>> {
+        Ok(self
+            .typed(name, at::STRING, |a| !a.s.is_empty())?
+            .map(|a| String::from_utf8_lossy(&a.s).into_owned()))
+    }
+
+    /// A TENSOR attribute, decoded.
+    pub fn tensor(&self, name: &str) -> Result<Option<Const>> {
+        let Some(a) = self.typed(name, at::TENSOR, |a| a.t.is_some())? else {
+            return Ok(None);
+        };
+        let t =
+            a.t.as_ref()
+                .ok_or_else(|| self.err(format!("attribute `{name}` holds no tensor")))?;
+        tensor::from_proto(t)
+            .map(Some)
+            .map_err(|e| self.err(format!("attribute `{name}`: {e}")))
+    }
+
+    /// Whether attribute `name` is present.
+    pub fn has(&self, name: &str) -> bool {
+        self.node.attribute.iter().any(|a| a.name == name)
+    }
+
+    /// Axis `a` of a rank-`r` value, negative counting from the end.
+    pub fn axis(&self, what: &str, a: i64, r: usize) -> Result<usize> {
+        let ri = r as i64;
+        if a < -ri || a >= ri {
+            return Err(self.err(format!("{what} {a} is out of range for rank {r}")));
+        }
+        Ok(if a < 0 { a + ri } else { a } as usize)
+    }
+}
+
+/// The graph under construction.
+pub(crate) struct Builder {
+    /// The IR graph.
+    pub g: Graph,
+    /// ONNX value name -> value.
+    values: HashMap<String, Value>,
+    /// The network inputs' tensors (an output that aliases one gets its own Identity).
+    graph_input_tensors: HashSet<TensorId>,
+    /// Elements of the constants and weights computed so far (folding, synthesized
+    /// weights), bounded by [`MAX_TOTAL_COMPUTED`].
+    computed: usize,
+}
+
+/// Bound on all elements the front end computes for one model, so that no small input
+/// (many nodes each folding a large constant) exhausts memory.
+const MAX_TOTAL_COMPUTED: usize = 1 << 26;
+
+impl Builder {
+    /// Adds a node `op` reading `inputs` and writing a new tensor `out_name` of `shape`;
+    /// the node is `cx`'s label, suffixed with `/suffix` when one ONNX node makes several.
+    pub fn emit(
+        &mut self,
+        cx: &NodeCx<'_>,
+        suffix: Option<&str>,
+        op: Op,
+        inputs: Vec<TensorId>,
+        out_name: String,
+        shape: Shape,
+    ) -> TensorId {
+        let out = self.g.add_tensor(out_name, shape);
+        let name = match suffix {
+            Some(s) => format!("{}/{s}", cx.label),
+            None => cx.label.clone(),
+        };
+        self.g.add_node(Node {
+            name,
+            source_type: cx.node.op_type.clone(),
+            op,
+            inputs,
+            outputs: vec![out],
+        });
+        out
+    }
+
+    /// Accounts for `n` computed elements; an error once the total exceeds the bound.
+    pub fn spend(&mut self, cx: &NodeCx<'_>, n: usize) -> Result<()> {
+        self.computed = self.computed.saturating_add(n);
+        if self.computed > MAX_TOTAL_COMPUTED {
+            return Err(cx.err(format!(
+                "the constants computed so far exceed {MAX_TOTAL_COMPUTED} elements"
+            )));
+        }
+        Ok(())
+    }
+
+    /// The IR shape of `t`.
+    pub fn shape(&self, t: TensorId) -> Shape {
+        self.g.shape(t)
+    }
+
+    /// Input `k` of `cx` (an activation) in its canonical IR shape, flattening it with an
+    /// IR `Flatten` if that is the difference; the flattened tensor replaces the value.
+    pub fn canonical(&mut self, cx: &NodeCx<'_>, k: usize) -> Result<(TensorId, Vec<usize>)> {
+        let a = cx.act(k)?;
+        let t = self.canonical_act(cx, &a, cx.in_name(k))?;
+        if t != a.t {
+            self.values.insert(
+                cx.in_name(k).to_string(),
+                Value::Act(Act {
+                    t,
+                    dims: a.dims.clone(),
+                }),
+            );
+        }
+        Ok((t, a.dims))
+    }
+
+    /// [`Builder::canonical`] for an activation `a` (named `name` in errors).
+    pub fn canonical_act(&mut self, cx: &NodeCx<'_>, a: &Act, name: &str) -> Result<TensorId> {
+        let want = ir_shape(&a.dims).map_err(|e| cx.err(e))?;
+        let s = self.shape(a.t);
+        if s == want {
+            return Ok(a.t);
+        }
+        if want == Shape::new(s.n, s.per_item(), 1, 1) {
+            let out_name = if name.is_empty() {
+                format!("{}/flat", self.g.tensor(a.t).name)
+            } else {
+                name.to_string()
+            };
+            let t = self.g.add_tensor(out_name, want);
+            self.g.add_node(Node {
+                name: format!("{}/flatten", cx.label),
+                source_type: "Flatten".into(),
+                op: Op::Flatten,
+                inputs: vec![a.t],
+                outputs: vec![t],
+            });
+            return Ok(t);
+        }
+        Err(cx.err(format!(
+            "input `{name}` ({}) is laid out as {s} after a reshape; the IR cannot change \
+             that to {want} (it has no reshape other than flattening to N x K x 1 x 1)",
+            fmt_dims(&a.dims)
+        )))
+    }
+}
+
+/// Builds the IR graph of `graph` under default-domain opset `opset`.
+pub(crate) fn build(graph: &GraphProto, opset: i64, opts: &Options) -> Result<Graph> {
+    let mut b = Builder {
+        g: Graph {
+            name: graph.name.clone(),
+            ..Default::default()
+        },
+        values: HashMap::new(),
+        graph_input_tensors: HashSet::new(),
+        computed: 0,
+    };
+    let input_err = |name: &str, reason: String| CompileError::layer(name, "graph input", reason);
+    for t in &graph.initializer {
+        let c = tensor::from_proto(t)
+            .map_err(|e| CompileError::layer(t.name.clone(), "initializer", e))?;
+        b.values.insert(t.name.clone(), Value::Const(Rc::new(c)));
+    }
+    for t in &opts.constants {
+        let c = tensor::from_proto(t)
+            .map_err(|e| CompileError::layer(t.name.clone(), "bound constant", e))?;
+        if !graph.input.iter().any(|i| i.name == t.name) {
+            return Err(CompileError::Option(format!(
+                "no graph input named `{}` to bind a constant to",
+                t.name
+            )));
+        }
+        b.values.insert(t.name.clone(), Value::Const(Rc::new(c)));
+    }
+    let activation_inputs: Vec<&str> = graph
+        .input
+        .iter()
+        .filter(|vi| !b.values.contains_key(&vi.name))
+        .map(|vi| vi.name.as_str())
+        .collect();
+    for (name, _) in &opts.input_shapes {
+        if !activation_inputs.contains(&name.as_str()) {
+            return Err(CompileError::Option(format!(
+                "--input-shape {name}: the model has no such input (its inputs: {})",
+                activation_inputs.join(", ")
+            )));
+        }
+    }
+    for vi in &graph.input {
+        if b.values.contains_key(&vi.name) {
+            continue; // an initializer's declaration, or bound to a constant
+        }
+        let tt = vi
+            .r#type
+            .as_ref()
+            .and_then(|t| t.tensor_type.as_ref())
+            .ok_or_else(|| input_err(&vi.name, "is not a tensor".into()))?;
+        if tt.elem_type != dt::FLOAT {
+            return Err(input_err(
+                &vi.name,
+                format!(
+                    "element type {}: only FLOAT inputs are supported",
+                    super::proto::data_type::name(tt.elem_type)
+                ),
+            ));
+        }
+        let given = opts.input_shapes.iter().find(|(n, _)| *n == vi.name);
+        let declared: Option<Vec<Option<usize>>> = tt.shape.as_ref().map(|s| {
+            s.dim
+                .iter()
+                .map(|d| d.dim_value.filter(|&v| v > 0).map(|v| v as usize))
+                .collect()
+        });
+        let dims = match (given, declared) {
+            (Some((_, g)), Some(d)) if g.len() != d.len() => {
+                return Err(input_err(
+                    &vi.name,
+                    format!(
+                        "--input-shape gives {} dimensions, the model declares {}",
+                        g.len(),
+                        d.len()
+                    ),
+                ))
+            }
+            (Some((_, g)), _) => g.clone(),
+            (None, None) => {
+                return Err(input_err(
+                    &vi.name,
+                    "the model does not declare its shape; give it with --input-shape \
+                     name=NxCxHxW"
+                        .into(),
+                ))
+            }
+            (None, Some(d)) => {
+                if let Some(i) = d.iter().position(Option::is_none) {
+                    let shown: Vec<String> = d
+                        .iter()
+                        .map(|x| x.map_or("?".into(), |v| v.to_string()))
+                        .collect();
+                    return Err(input_err(
+                        &vi.name,
+                        format!(
+                            "dimension {i} of {} is not fixed; give the shape with \
+                             --input-shape {}={}",
+                            shown.join("x"),
+                            vi.name,
+                            shown
+                                .iter()
+                                .map(|s| if s == "?" { "1" } else { s.as_str() })
+                                .collect::<Vec<_>>()
+                                .join("x")
+                        ),
+                    ));
+                }
+                d.into_iter().flatten().collect()
+            }
+        };
+        let shape = ir_shape(&dims).map_err(|e| input_err(&vi.name, e))?;
+        let t = b.g.add_tensor(vi.name.clone(), shape);
+        b.g.inputs.push(t);
+        b.graph_input_tensors.insert(t);
+        b.values
+            .insert(vi.name.clone(), Value::Act(Act { t, dims }));
+    }
+    for (i, node) in graph.node.iter().enumerate() {
+        b.node(i, node, opset)?;
+    }
+    b.outputs(graph)?;
+    Ok(b.g)
+}
+
+impl Builder {
+    fn node(&mut self, index: usize, node: &NodeProto, opset: i64) -> Result<()> {
+        let label = if node.name.is_empty() {
+            format!("{}#{index}", node.op_type)
+        } else {
+            node.name.clone()
+        };
+        let err = |reason: String| CompileError::layer(label.clone(), node.op_type.clone(), reason);
+        if !(node.domain.is_empty() || node.domain == "ai.onnx") {
+            return Err(err(format!(
+                "operator domain `{}` is not supported (only the default ONNX domain)",
+                node.domain
+            )));
+        }
+        let mut inputs = Vec::with_capacity(node.input.len());
+        for name in &node.input {
+            if name.is_empty() {
+                inputs.push(None);
+                continue;
+            }
+            let v = self.values.get(name).cloned().ok_or_else(|| {
+                err(format!(
+                    "input `{name}` is not a graph input, an initializer or the output of an \
+                     earlier node"
+                ))
+            })?;
+            inputs.push(Some(v));
+        }
+        // Trailing absent inputs are the same as fewer inputs.
+        while matches!(inputs.last(), Some(None)) {
+            inputs.pop();
+        }
+        let cx = NodeCx {
+            node,
+            label: label.clone(),
+            opset,
+            inputs,
+        };
+        let outs = ops::map(self, &cx)?;
+        for (k, name) in node.output.iter().enumerate() {
+            if name.is_empty() {
+                continue;
+            }
+            let v = outs.get(k).cloned().unwrap_or_else(|| {
+                Value::Unavailable(format!(
+                    "output {k} of {} `{label}` is not supported",
+                    node.op_type
+                ))
+            });
+            if self.values.contains_key(name) {
+                return Err(err(format!(
+                    "output `{name}` is already defined (by an input, an initializer or an \
+                     earlier node)"
+                )));
+            }
+            self.values.insert(name.clone(), v);
+        }
+        Ok(())
+    }
+
+    fn outputs(&mut self, graph: &GraphProto) -> Result<()> {
+        if graph.output.is_empty() {
+            return Err(CompileError::Network("the graph has no outputs".into()));
+        }
+        for vi in &graph.output {
+            let err = |reason: String| CompileError::layer(vi.name.clone(), "graph output", reason);
+            let act = match self.values.get(&vi.name) {
+                None => return Err(err("no node produces it".into())),
+                Some(Value::Act(a)) => a.clone(),
+                Some(Value::Const(_)) => {
+                    return Err(err(
+                        "it is a constant (computed from initializers only); the IR has no \
+                         constant outputs"
+                            .into(),
+                    ))
+                }
+                Some(Value::Padded { .. }) => {
+                    return Err(err(
+                        "it comes from a Pad, which the IR can only fold into a following \
+                         Conv or pooling"
+                            .into(),
+                    ))
+                }
+                Some(Value::Unavailable(r)) => return Err(err(r.clone())),
+            };
+            let t = if self.graph_input_tensors.contains(&act.t) || self.g.outputs.contains(&act.t)
+            {
+                // An output that is a graph input or another output: copy it.
+                let shape = self.shape(act.t);
+                let t = self.g.add_tensor(vi.name.clone(), shape);
+                self.g.add_node(Node {
+                    name: format!("{}/identity", vi.name),
+                    source_type: "Identity".into(),
+                    op: Op::Identity,
+                    inputs: vec![act.t],
+                    outputs: vec![t],
+                });
+                t
+            } else {
+                // The output aliases the tensor it was reshaped from: that tensor carries
+                // the output's name.
+                self.g.tensors[act.t.0].name = vi.name.clone();
+                act.t
+            };
+            self.g.outputs.push(t);
+        }
+        Ok(())
+    }
+}
