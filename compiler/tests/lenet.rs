@@ -2,6 +2,9 @@
 //! through `nvdla-runtime` on the built-in virtual platform, classifies the ten test
 //! digits, and its class scores are within 0.02 of the Caffe fp32 reference.
 
+mod common;
+
+use common::infer;
 use nvdla_compiler::frontend::{self, ModelFiles};
 use nvdla_compiler::target::{Precision, Target};
 use std::path::{Path, PathBuf};
@@ -29,45 +32,6 @@ fn reference(dir: &Path) -> Vec<(String, Vec<f64>)> {
                 .collect();
             (f[0].to_string(), scores)
         })
-        .collect()
-}
-
-/// Runs `nvdla-runtime` in process; returns the printed class scores.
-fn infer(loadable: &Path, image: &Path, config: &str, out: &Path) -> Vec<f64> {
-    let argv: Vec<String> = [
-        "nvdla-runtime",
-        "--loadable",
-        loadable.to_str().unwrap(),
-        "--image",
-        image.to_str().unwrap(),
-        "--normalize",
-        "255",
-        "--device",
-        "vp",
-        "--config",
-        config,
-        "--output",
-        out.to_str().unwrap(),
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let mut stdout = Vec::new();
-    let mut stderr = Vec::new();
-    let rc = nvdla_umd::app::run(
-        &argv,
-        &nvdla_umd::device::open_device,
-        &mut stdout,
-        &mut stderr,
-    );
-    let text = String::from_utf8_lossy(&stdout).into_owned() + &String::from_utf8_lossy(&stderr);
-    assert_eq!(rc, 0, "{text}");
-    let line = text
-        .lines()
-        .find_map(|l| l.strip_prefix("class scores: "))
-        .unwrap_or_else(|| panic!("no class scores in: {text}"));
-    line.split_whitespace()
-        .map(|v| v.parse().unwrap())
         .collect()
 }
 
@@ -99,6 +63,7 @@ fn lenet_fp16_classifies_and_matches_fp32() {
                 &dir.join("images").join(image),
                 config,
                 &tmp.join("o.dimg"),
+                &["--normalize", "255"],
             );
             assert_eq!(got.len(), 10);
             let top = (0..10).max_by(|&a, &b| got[a].total_cmp(&got[b])).unwrap();

@@ -6,6 +6,8 @@
 //! - with its own calibration (`--calibrate` on the jpgs, and on the regression's PGM
 //!   digits): 10/10 top-1.
 
+mod common;
+
 use nvdla_compiler::calibrate;
 use nvdla_compiler::frontend::{self, ModelFiles};
 use nvdla_compiler::ir::Graph;
@@ -33,34 +35,11 @@ fn lenet(shared: &Path) -> Graph {
     .unwrap()
 }
 
-/// Runs `nvdla-runtime` in process on `image`; returns the printed class scores.
+/// The printed class scores of an int8 network, as integers.
 fn infer(loadable: &Path, image: &Path, config: &str, out: &Path) -> Vec<i64> {
-    let argv: Vec<String> = [
-        "nvdla-runtime",
-        "--loadable",
-        loadable.to_str().unwrap(),
-        "--image",
-        image.to_str().unwrap(),
-        "--device",
-        "vp",
-        "--config",
-        config,
-        "--output",
-        out.to_str().unwrap(),
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let (mut o, mut e) = (Vec::new(), Vec::new());
-    let rc = nvdla_umd::app::run(&argv, &nvdla_umd::device::open_device, &mut o, &mut e);
-    let text = String::from_utf8_lossy(&o).into_owned() + &String::from_utf8_lossy(&e);
-    assert_eq!(rc, 0, "{text}");
-    let line = text
-        .lines()
-        .find_map(|l| l.strip_prefix("class scores: "))
-        .unwrap_or_else(|| panic!("no class scores in: {text}"));
-    line.split_whitespace()
-        .map(|v| v.parse::<f64>().unwrap() as i64)
+    common::infer(loadable, image, config, out, &[])
+        .into_iter()
+        .map(|v| v as i64)
         .collect()
 }
 

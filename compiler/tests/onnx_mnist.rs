@@ -26,6 +26,9 @@
 //! `nvdla_compiler::calibrate::from_images`), run in process through `nvdla-runtime` on
 //! the virtual platform: 10/10 top-1 each, scores compared with the fp32 reference.
 
+mod common;
+
+use common::infer;
 use nvdla_compiler::frontend::{self, ModelFiles};
 use nvdla_compiler::ir::Graph;
 use std::path::{Path, PathBuf};
@@ -100,39 +103,6 @@ fn reference_top1(g: &Graph, shared: &Path, f: impl Fn(f32) -> f32 + Copy) -> (u
         top += s[argmax(&s)];
     }
     (right, top / imgs.len() as f32)
-}
-
-/// Runs `nvdla-runtime` in process on `image` (extra arguments `args`); returns the
-/// printed class scores.
-fn infer(loadable: &Path, image: &Path, config: &str, out: &Path, args: &[&str]) -> Vec<f64> {
-    let mut argv: Vec<String> = [
-        "nvdla-runtime",
-        "--loadable",
-        loadable.to_str().unwrap(),
-        "--image",
-        image.to_str().unwrap(),
-        "--device",
-        "vp",
-        "--config",
-        config,
-        "--output",
-        out.to_str().unwrap(),
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    argv.extend(args.iter().map(|s| s.to_string()));
-    let (mut o, mut e) = (Vec::new(), Vec::new());
-    let rc = nvdla_umd::app::run(&argv, &nvdla_umd::device::open_device, &mut o, &mut e);
-    let text = String::from_utf8_lossy(&o).into_owned() + &String::from_utf8_lossy(&e);
-    assert_eq!(rc, 0, "{text}");
-    let line = text
-        .lines()
-        .find_map(|l| l.strip_prefix("class scores: "))
-        .unwrap_or_else(|| panic!("no class scores in: {text}"));
-    line.split_whitespace()
-        .map(|v| v.parse().unwrap())
-        .collect()
 }
 
 fn tmp(test: &str) -> PathBuf {

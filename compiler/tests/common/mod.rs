@@ -214,3 +214,42 @@ pub fn run_int8(g: &Graph, config: &str, input: &[f32], per_filter: bool) -> (Ve
     );
     (got, want)
 }
+
+/// Runs `nvdla-runtime` in process on `image` (extra arguments `args`); returns the
+/// printed class scores.
+pub fn infer(
+    loadable: &std::path::Path,
+    image: &std::path::Path,
+    config: &str,
+    out: &std::path::Path,
+    args: &[&str],
+) -> Vec<f64> {
+    let mut argv: Vec<String> = [
+        "nvdla-runtime",
+        "--loadable",
+        loadable.to_str().unwrap(),
+        "--image",
+        image.to_str().unwrap(),
+        "--device",
+        "vp",
+        "--config",
+        config,
+        "--output",
+        out.to_str().unwrap(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    argv.extend(args.iter().map(|s| s.to_string()));
+    let (mut o, mut e) = (Vec::new(), Vec::new());
+    let rc = nvdla_umd::app::run(&argv, &nvdla_umd::device::open_device, &mut o, &mut e);
+    let text = String::from_utf8_lossy(&o).into_owned() + &String::from_utf8_lossy(&e);
+    assert_eq!(rc, 0, "{text}");
+    let line = text
+        .lines()
+        .find_map(|l| l.strip_prefix("class scores: "))
+        .unwrap_or_else(|| panic!("no class scores in: {text}"));
+    line.split_whitespace()
+        .map(|v| v.parse().unwrap())
+        .collect()
+}
