@@ -33,7 +33,6 @@ fn descriptor_blob(name: &str, sub: SubInterface, data: Vec<u8>) -> BlobSpec {
 pub fn bdma_copy(width: u16, height: u16) -> LoadableSpec {
     let line = u32::from(width) * 32;
     let surface = line * u32::from(height);
-    let mut s = LoadableSpec::new();
 
     let net = dla::NetworkDesc {
         operation_desc_index: 1,
@@ -100,82 +99,7 @@ pub fn bdma_copy(width: u16, height: u16) -> LoadableSpec {
         ("bdma-surfaces", SubInterface::SURFS, surf_list),
         ("bdma-deps", SubInterface::DEPS, dep.to_vec()),
     ];
-    let mut addresses = Vec::new();
-    for (name, sub, data) in blobs {
-        let size = data.len() as u64;
-        s.add_blob(descriptor_blob(name, sub, data));
-        let m = s.add_memory(MemorySpec {
-            flags: (MemoryFlags::ALLOC | MemoryFlags::SET).bits(),
-            size,
-            alignment: 4096,
-            contents: vec![(name.into(), 0)],
-            ..Default::default()
-        });
-        addresses.push(s.add_address(AddressSpec {
-            mem_id: m,
-            offset: 0,
-            size,
-        }));
-    }
-
-    let ramp: Vec<u8> = (0..surface).map(|i| (i % 251) as u8).collect();
-    s.add_blob(BlobSpec {
-        name: "bdma-source".into(),
-        data: ramp,
-        ..Default::default()
-    });
-    let src = s.add_memory(MemorySpec {
-        flags: (MemoryFlags::ALLOC | MemoryFlags::SET).bits(),
-        size: surface.into(),
-        alignment: 4096,
-        contents: vec![("bdma-source".into(), 0)],
-        ..Default::default()
-    });
-    addresses.push(s.add_address(AddressSpec {
-        mem_id: src,
-        offset: 0,
-        size: surface.into(),
-    }));
-    let tensor = s.add_tensor(TensorSpec {
-        name: "output".into(),
-        mem_id: 5,
-        size: surface.into(),
-        offset: 0,
-        data_format: DataFormat::NCxHWx.raw(),
-        data_type: DataType::INT8.raw(),
-        data_category: DataCategory::FEATURE.raw(),
-        pixel_format: PixelFormat::FEATURE.raw(),
-        pixel_mapping: PixelMapping::PITCH_LINEAR.raw(),
-        dims: [1, 32, i32::from(height), i32::from(width)],
-        strides: [1, line, surface, 0, 0, 0, 0, 0],
-    });
-    let dst = s.add_memory(MemorySpec {
-        flags: (MemoryFlags::ALLOC | MemoryFlags::OUTPUT).bits(),
-        size: surface.into(),
-        alignment: 4096,
-        tensor_desc_id: tensor,
-        ..Default::default()
-    });
-    addresses.push(s.add_address(AddressSpec {
-        mem_id: dst,
-        offset: 0,
-        size: surface.into(),
-    }));
-
-    let done = s.add_event(EventSpec {
-        op: EventOp::SIGNAL.raw(),
-        val: 1,
-        ..Default::default()
-    });
-    let task = s.add_task(TaskSpec {
-        interface: Interface::DLA1.raw(),
-        instance: -1,
-        address_list: addresses,
-        post_actions: vec![done],
-        ..Default::default()
-    });
-    s.submits.push(vec![task]);
-    s
+    one_copy_task("bdma", DLA1_VERSION, blobs, width, height)
 }
 
 /// A one-operation DLA1 task: the SDP applies ReLU to an int8 feature cube of
@@ -202,7 +126,6 @@ pub fn sdp_relu(
 ) -> LoadableSpec {
     let line = u32::from(width) * 32;
     let surface = line * u32::from(height);
-    let mut s = LoadableSpec::new();
 
     let net = dla::NetworkDesc {
         operation_desc_index: 1,
@@ -306,6 +229,22 @@ pub fn sdp_relu(
         ("sdp-surfaces", SubInterface::SURFS, surf_list),
         ("sdp-deps", SubInterface::DEPS, dep.to_vec()),
     ];
+    one_copy_task("sdp", version, blobs, width, height)
+}
+
+/// The rest of a one-task example: a memory per descriptor blob (written with
+/// `version`), a source memory filled with a byte ramp, an int8 output tensor of
+/// `width x height x 32`, and the task over `[descriptors..., source, destination]`.
+fn one_copy_task<const N: usize>(
+    prefix: &str,
+    version: Version,
+    blobs: [(&str, SubInterface, Vec<u8>); N],
+    width: u16,
+    height: u16,
+) -> LoadableSpec {
+    let line = u32::from(width) * 32;
+    let surface = line * u32::from(height);
+    let mut s = LoadableSpec::new();
     let mut addresses = Vec::new();
     for (name, sub, data) in blobs {
         let size = data.len() as u64;
@@ -327,9 +266,10 @@ pub fn sdp_relu(
         }));
     }
 
+    let source = format!("{prefix}-source");
     let ramp: Vec<u8> = (0..surface).map(|i| (i % 251) as u8).collect();
     s.add_blob(BlobSpec {
-        name: "sdp-source".into(),
+        name: source.clone(),
         data: ramp,
         ..Default::default()
     });
@@ -337,7 +277,7 @@ pub fn sdp_relu(
         flags: (MemoryFlags::ALLOC | MemoryFlags::SET).bits(),
         size: surface.into(),
         alignment: 4096,
-        contents: vec![("sdp-source".into(), 0)],
+        contents: vec![(source, 0)],
         ..Default::default()
     });
     addresses.push(s.add_address(AddressSpec {
