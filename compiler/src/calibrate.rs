@@ -10,13 +10,21 @@
 //! it equals the maximum for most tensors, and on large ones it ignores the few extreme
 //! activations that would otherwise coarsen every other value's quantization step.
 //! `max-abs` keeps every value representable.
+//!
+//! Tensor files (`.npy`, ONNX `TensorProto` `.pb`, read by the runtime's own code) are the
+//! other kind of sample, for networks whose input is not a picture: each holds the input's
+//! real values (NCHW, batch 1), and the input's scale comes from their range like every
+//! other tensor's; feed the network with `nvdla-runtime --input F --input-scale S`, `S`
+//! being the input's scale that `--write-calibtable` records. A directory holds images or
+//! tensor files, not both.
 
 use crate::error::{CompileError, Result};
 use crate::ir::Graph;
 use crate::quant::{Calibration, RangeMethod};
 use std::path::{Path, PathBuf};
 
-/// The image files (`.jpg`, `.jpeg`, `.pgm`) of `dir`, sorted by name.
+/// The samples of `dir`, sorted by name: image files (`.jpg`, `.jpeg`, `.pgm`) or tensor
+/// files (`.npy`, `.pb`).
 pub fn images_in(dir: &Path) -> Result<Vec<PathBuf>> {
     let rd = std::fs::read_dir(dir).map_err(|e| CompileError::Io {
         path: dir.to_path_buf(),
@@ -25,15 +33,18 @@ pub fn images_in(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut v: Vec<PathBuf> = rd
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| {
-            p.extension()
-                .and_then(|e| e.to_str())
-                .is_some_and(|e| matches!(e.to_ascii_lowercase().as_str(), "jpg" | "jpeg" | "pgm"))
+            p.extension().and_then(|e| e.to_str()).is_some_and(|e| {
+                matches!(
+                    e.to_ascii_lowercase().as_str(),
+                    "jpg" | "jpeg" | "pgm" | "npy" | "pb"
+                )
+            })
         })
         .collect();
     v.sort();
     if v.is_empty() {
         return Err(CompileError::Option(format!(
-            "--calibrate {}: no .jpg or .pgm images",
+            "--calibrate {}: no .jpg or .pgm images or .npy or .pb tensors",
             dir.display()
         )));
     }
@@ -76,7 +87,49 @@ pub fn input_for(g: &Graph, image: &Path, normalize: f32) -> Result<Vec<f32>> {
     Ok(x)
 }
 
-/// Runs the reference on every image and derives per-tensor scales with `method`.
+/// Whether `path` names a tensor file (`.npy`, `.pb`) rather than an image.
+pub fn is_tensor_file(path: &Path) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| matches!(e.to_ascii_lowercase().as_str(), "npy" | "pb"))
+}
+
+/// The network input (NCHW f32) a tensor file holds: `g`'s first input's elements, as
+/// `[1, C, H, W]`, `[C, H, W]` or any shape with that many elements.
+pub fn tensor_input_for(g: &Graph, path: &Path) -> Result<Vec<f32>> {
+    let input = *g
+        .inputs
+        .first()
+        .ok_or_else(|| CompileError::Network("the network has no input".into()))?;
+    let s = g.shape(input);
+    let t = nvdla_umd::tensor::read_tensor_file(path).map_err(|e| CompileError::Parse {
+        file: path.display().to_string(),
+        reason: e.to_string(),
+    })?;
+    let want = s.c * s.h * s.w;
+    if t.element_count() != want {
+        return Err(CompileError::Option(format!(
+            "{}: {} elements (shape {:?}) for an input of {}x{}x{}",
+            path.display(),
+            t.element_count(),
+            t.shape(),
+            s.c,
+            s.h,
+            s.w
+        )));
+    }
+    let v = t.to_f32_vec();
+    if v.iter().any(|x| !x.is_finite()) {
+        return Err(CompileError::Option(format!(
+            "{}: a calibration input holds NaN or infinity",
+            path.display()
+        )));
+    }
+    Ok(v)
+}
+
+/// Runs the reference on every sample (images or tensor files, see [`images_in`]) and
+/// derives per-tensor scales with `method`.
 pub fn from_images(
     g: &Graph,
     images: &[PathBuf],
@@ -84,10 +137,23 @@ pub fn from_images(
     method: RangeMethod,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Calibration> {
-    let input = g.inputs[0];
+    let input = *g
+        .inputs
+        .first()
+        .ok_or_else(|| CompileError::Network("the network has no input".into()))?;
+    let tensors = images.iter().filter(|p| is_tensor_file(p)).count();
+    if tensors != 0 && tensors != images.len() {
+        return Err(CompileError::Option(
+            "--calibrate: the directory mixes images and tensor files".into(),
+        ));
+    }
     let mut values: Vec<Vec<f32>> = vec![Vec::new(); g.tensors.len()];
     for (i, path) in images.iter().enumerate() {
-        let x = input_for(g, path, normalize)?;
+        let x = if tensors != 0 {
+            tensor_input_for(g, path)?
+        } else {
+            input_for(g, path, normalize)?
+        };
         let out = crate::reference::run(g, &[(input, x)])?;
         for (acc, v) in values.iter_mut().zip(out) {
             acc.extend(v);
@@ -95,7 +161,10 @@ pub fn from_images(
         progress(i + 1, images.len());
     }
     let mut cal = Calibration::from_activations(&values, method);
-    // The input's scale is what the runtime's conversion implies, not its range.
-    cal.scales.insert(input, 255.0 / (127.0 * normalize));
+    // An image input's scale is what the runtime's conversion implies, not its range; a
+    // tensor input's is its range, like any other tensor's.
+    if tensors == 0 {
+        cal.scales.insert(input, 255.0 / (127.0 * normalize));
+    }
     Ok(cal)
 }

@@ -31,6 +31,14 @@ pub const EMU1_VERSION: Version = Version {
     sub_minor: 1,
 };
 
+/// EMU1 interface version of a task holding CPU fallback operations (`--cpu-fallback`):
+/// the runtime's [`nvdla_umd::emu::FALLBACK_VERSION`].
+pub const EMU1_FALLBACK_VERSION: Version = Version {
+    major: nvdla_umd::emu::FALLBACK_VERSION.0,
+    minor: nvdla_umd::emu::FALLBACK_VERSION.1,
+    sub_minor: nvdla_umd::emu::FALLBACK_VERSION.2,
+};
+
 /// Memory alignment NVIDIA's compiler writes into the memory list.
 const MEM_ALIGN: u32 = 4096;
 
@@ -248,8 +256,23 @@ fn tensor_desc(sf: &Surface, t: &Target, mem_id: u16) -> TensorSpec {
         data_category: DataCategory::FEATURE.raw(),
         pixel_format: pixel.raw(),
         pixel_mapping: PixelMapping::PITCH_LINEAR.raw(),
-        dims: [1, sf.c as i32, sf.h as i32, sf.w as i32],
-        strides: [t.bpe(), sf.line_stride, sf.surf_stride, 0, 0, 0, 0, 0],
+        dims: [
+            sf.batch.max(1) as i32,
+            sf.c as i32,
+            sf.h as i32,
+            sf.w as i32,
+        ],
+        // strides[3]: bytes between batch items (0 for one item).
+        strides: [
+            t.bpe(),
+            sf.line_stride,
+            sf.surf_stride,
+            if sf.batch > 1 { sf.size / sf.batch } else { 0 },
+            0,
+            0,
+            0,
+            0,
+        ],
     }
 }
 
@@ -893,12 +916,14 @@ impl Ctx<'_> {
                 io,
             )
         };
+        let mut fallback = false;
         for (k, &i) in ops.iter().enumerate() {
-            let HwOpKind::Cpu(CpuOp::Softmax { src, dst }) = &p.ops[i].kind else {
+            let HwOpKind::Cpu(cpu) = &p.ops[i].kind else {
                 unreachable!("EMU tasks hold CPU operations only")
             };
-            let (s, sio) = buffer(*src);
-            let (d, dio) = buffer(*dst);
+            let (src, dst) = (cpu.src(), cpu.dst());
+            let (s, sio) = buffer(src);
+            let (d, dio) = buffer(dst);
             for (io, at) in [(sio, 0u64), (dio, 256u64)] {
                 if let Some(a) = io {
                     let base = (k * emu::OPERATION_BUFFER_CONTAINER_SIZE) as u64 + at;
@@ -906,16 +931,33 @@ impl Ctx<'_> {
                     relocs.push((a, 2, base + 22, RelocType::SURFACE));
                 }
             }
-            let op = emu::OpDesc::Softmax(emu::SoftmaxOpDesc {
-                common: emu::CommonOpDesc {
-                    op_type: emu::OpType::Softmax.raw(),
-                    input_scale_factor: p.surface(*src).scale,
-                    output_scale_factor: p.surface(*dst).scale,
-                },
-                axis: 1,
-            });
-            op.encode_into(&mut op_list[k * emu::OPERATION_CONTAINER_SIZE..])
-                .map_err(|e| CompileError::Network(format!("descriptor encoding: {e:?}")))?;
+            let common = |op_type: u8| emu::CommonOpDesc {
+                op_type,
+                input_scale_factor: p.surface(src).scale,
+                output_scale_factor: p.surface(dst).scale,
+            };
+            let slot = &mut op_list[k * emu::OPERATION_CONTAINER_SIZE..];
+            match cpu {
+                CpuOp::Softmax { .. } => emu::OpDesc::Softmax(emu::SoftmaxOpDesc {
+                    common: common(emu::OpType::Softmax.raw()),
+                    axis: 1,
+                })
+                .encode_into(slot)
+                .map_err(|e| CompileError::Network(format!("descriptor encoding: {e:?}")))?,
+                CpuOp::Unary {
+                    func, alpha, beta, ..
+                } => {
+                    fallback = true;
+                    let d = nvdla_umd::emu::FallbackOpDesc {
+                        common: common(nvdla_umd::emu::FALLBACK_UNARY),
+                        func: *func,
+                        alpha: *alpha,
+                        beta: *beta,
+                    };
+                    slot[..nvdla_umd::emu::FallbackOpDesc::SIZE].copy_from_slice(&d.encode());
+                }
+            }
+            // Both members are a source and a destination buffer.
             emu::OpBufferDescs::Softmax(emu::SoftmaxBufferDescs {
                 src_data: s,
                 dst_data: d,
@@ -923,6 +965,13 @@ impl Ctx<'_> {
             .encode_into(&mut buf_list[k * emu::OPERATION_BUFFER_CONTAINER_SIZE..])
             .map_err(|e| CompileError::Network(format!("descriptor encoding: {e:?}")))?;
         }
+        // A task with CPU fallback operations declares the fallback interface version, so
+        // that a runtime can tell before decoding them.
+        let version = if fallback {
+            EMU1_FALLBACK_VERSION
+        } else {
+            EMU1_VERSION
+        };
         let shared = self.shared.entries.len() as i16;
         let net = emu::NetworkDesc {
             operation_desc_index: shared + 1,
@@ -936,21 +985,21 @@ impl Ctx<'_> {
                     name("addr0"),
                     SubInterface::ADDR0,
                     Interface::EMU1,
-                    EMU1_VERSION,
+                    version,
                     net.to_vec(),
                 ),
                 (
                     name("op_list"),
                     SubInterface::OPS,
                     Interface::EMU1,
-                    EMU1_VERSION,
+                    version,
                     op_list,
                 ),
                 (
                     name("op_buf_list"),
                     SubInterface::SURFS,
                     Interface::EMU1,
-                    EMU1_VERSION,
+                    version,
                     buf_list,
                 ),
             ],

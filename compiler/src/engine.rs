@@ -65,6 +65,9 @@ pub struct Surface {
     pub offset: u64,
     /// int8: the real value of one LSB (`real = q * scale`); 1 for fp16.
     pub scale: f32,
+    /// Batch items held back to back (network inputs and outputs of a batch > 1, whose
+    /// items the operations read and write through views; `size` covers all of them).
+    pub batch: u32,
 }
 
 impl Surface {
@@ -225,6 +228,39 @@ pub enum CpuOp {
         /// Output.
         dst: SurfId,
     },
+    /// A CPU fallback element-wise function (`--cpu-fallback`; the runtime's EMU op type
+    /// `nvdla_umd::emu::FALLBACK_UNARY`).
+    Unary {
+        /// Input.
+        src: SurfId,
+        /// Output (same shape).
+        dst: SurfId,
+        /// The function.
+        func: nvdla_umd::emu::FallbackFn,
+        /// First parameter.
+        alpha: f32,
+        /// Second parameter.
+        beta: f32,
+    },
+}
+
+impl CpuOp {
+    /// Input surface.
+    pub fn src(&self) -> SurfId {
+        match self {
+            CpuOp::Softmax { src, .. } | CpuOp::Unary { src, .. } => *src,
+        }
+    }
+    /// Output surface.
+    pub fn dst(&self) -> SurfId {
+        match self {
+            CpuOp::Softmax { dst, .. } | CpuOp::Unary { dst, .. } => *dst,
+        }
+    }
+    /// Whether it is a CPU fallback operation (which NVIDIA's runtime does not run).
+    pub fn is_fallback(&self) -> bool {
+        matches!(self, CpuOp::Unary { .. })
+    }
 }
 
 /// The engine that runs an operation.
@@ -304,7 +340,7 @@ impl HwOp {
             HwOpKind::Pdp(p) => vec![p.src],
             HwOpKind::Cdp(c) => vec![c.src],
             HwOpKind::Rubik(r) => vec![r.src],
-            HwOpKind::Cpu(CpuOp::Softmax { src, .. }) => vec![*src],
+            HwOpKind::Cpu(c) => vec![c.src()],
         }
     }
 
@@ -316,7 +352,7 @@ impl HwOp {
             HwOpKind::Pdp(p) => p.dst,
             HwOpKind::Cdp(c) => c.dst,
             HwOpKind::Rubik(r) => r.dst,
-            HwOpKind::Cpu(CpuOp::Softmax { dst, .. }) => *dst,
+            HwOpKind::Cpu(c) => c.dst(),
         }
     }
 }

@@ -248,6 +248,16 @@ pub enum Op {
     Flatten,
     /// Output equals input (Dropout at inference, Identity, Split).
     Identity,
+    /// An element-wise function the hardware cannot compute, run by the runtime on the
+    /// CPU (`--cpu-fallback`): one input, same shape.
+    CpuUnary {
+        /// The function (the runtime's CPU fallback table).
+        func: nvdla_umd::emu::FallbackFn,
+        /// First parameter (Elu/Selu/Celu alpha, HardSigmoid alpha, Pow exponent, ...).
+        alpha: f32,
+        /// Second parameter (Selu gamma, HardSigmoid beta).
+        beta: f32,
+    },
 }
 
 impl Op {
@@ -272,6 +282,7 @@ impl Op {
             Op::Lrn { .. } => "LRN",
             Op::Flatten => "Flatten",
             Op::Identity => "Identity",
+            Op::CpuUnary { .. } => "CpuUnary",
         }
     }
 }

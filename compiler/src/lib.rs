@@ -60,7 +60,26 @@ pub fn compile_graph_with(
     target: &target::Target,
     quant: &lower::Quant<'_>,
 ) -> Result<Compiled> {
-    compile(graph, target, quant, true)
+    compile(graph, target, quant, true, &CompileOptions::default())
+}
+
+/// Options of a compilation beyond the target and the quantization.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CompileOptions {
+    /// Operations the hardware cannot run become CPU (EMU) operations that
+    /// `nvdla-runtime` executes (`--cpu-fallback`) instead of errors; the loadable then
+    /// declares the fallback interface ([`emit::EMU1_FALLBACK_VERSION`]).
+    pub cpu_fallback: bool,
+}
+
+/// [`compile_graph_with`] with [`CompileOptions`].
+pub fn compile_graph_opts(
+    graph: ir::Graph,
+    target: &target::Target,
+    quant: &lower::Quant<'_>,
+    opts: &CompileOptions,
+) -> Result<Compiled> {
+    compile(graph, target, quant, true, opts)
 }
 
 /// Like [`compile_graph_with`], but every activation keeps its own memory, so that each
@@ -70,7 +89,7 @@ pub fn compile_graph_debug(
     target: &target::Target,
     quant: &lower::Quant<'_>,
 ) -> Result<Compiled> {
-    compile(graph, target, quant, false)
+    compile(graph, target, quant, false, &CompileOptions::default())
 }
 
 fn compile(
@@ -78,12 +97,13 @@ fn compile(
     target: &target::Target,
     quant: &lower::Quant<'_>,
     reuse: bool,
+    opts: &CompileOptions,
 ) -> Result<Compiled> {
     let start = Instant::now();
     let source_layers = graph.nodes.len();
     graph.check().map_err(CompileError::Network)?;
     passes::run_all(&mut graph)?;
-    let mut program = lower::lower(&graph, target, quant)?;
+    let mut program = lower::lower_with(&graph, target, quant, opts)?;
     plan::plan(&mut program, reuse);
     let spec = emit::emit(&program, target)?;
     let loadable = spec.build();

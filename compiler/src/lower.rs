@@ -46,6 +46,17 @@ impl Default for Quant<'_> {
 
 /// Lower `g` for `t`.
 pub fn lower(g: &Graph, t: &Target, q: &Quant<'_>) -> Result<Program> {
+    lower_with(g, t, q, &crate::CompileOptions::default())
+}
+
+/// Lower `g` for `t` with compile options (the CPU fallback).
+pub fn lower_with(
+    g: &Graph,
+    t: &Target,
+    q: &Quant<'_>,
+    opts: &crate::CompileOptions,
+) -> Result<Program> {
+    check_batch(g)?;
     let split = split_eltwise(g);
     let (placed, like) = place_concats(&split, t);
     let g = &placed;
@@ -63,6 +74,7 @@ pub fn lower(g: &Graph, t: &Target, q: &Quant<'_>) -> Result<Program> {
         views: concat_views(g, t),
         done: vec![false; g.nodes.len()],
         inherit: HashMap::new(),
+        cpu_fallback: opts.cpu_fallback,
     };
     // Tensors the concatenation rewrite added take the concatenation's scale.
     for (new, orig) in like {
@@ -73,9 +85,47 @@ pub fn lower(g: &Graph, t: &Target, q: &Quant<'_>) -> Result<Program> {
         let s = l.new_surface(input, SurfKind::Input(i));
         l.p.inputs.push(s);
     }
-    for i in 0..g.nodes.len() {
-        if !l.done[i] {
-            l.node(i)?;
+    let batch = g.inputs.first().map_or(1, |&i| g.shape(i).n);
+    if batch == 1 {
+        for i in 0..g.nodes.len() {
+            if !l.done[i] {
+                l.node(i)?;
+            }
+        }
+    } else {
+        // N sequential passes over the network, one per batch item: item b of every
+        // network input and output is a view of its memory at b times the item's size.
+        let mut full_inputs = Vec::new();
+        for &input in &g.inputs {
+            let id = l.surf[&input];
+            l.batch_surface(id, batch);
+            full_inputs.push(id);
+        }
+        let mut full_outputs = Vec::new();
+        for (i, &o) in g.outputs.iter().enumerate() {
+            let id = l.new_surface(o, SurfKind::Output(i));
+            l.batch_surface(id, batch);
+            full_outputs.push(id);
+        }
+        for b in 0..batch {
+            l.surf.clear();
+            l.done = vec![false; g.nodes.len()];
+            for (&t, &full) in g.inputs.iter().zip(&full_inputs) {
+                let v = l.item_view(full, b);
+                l.surf.insert(t, v);
+            }
+            for (&t, &full) in g.outputs.iter().zip(&full_outputs) {
+                let v = l.item_view(full, b);
+                l.surf.insert(t, v);
+            }
+            for i in 0..g.nodes.len() {
+                if !l.done[i] {
+                    l.node(i)?;
+                }
+            }
+        }
+        for (&t, &full) in g.outputs.iter().zip(&full_outputs) {
+            l.surf.insert(t, full);
         }
     }
     for &o in &g.outputs {
@@ -91,7 +141,38 @@ pub fn lower(g: &Graph, t: &Target, q: &Quant<'_>) -> Result<Program> {
         }
         l.p.outputs.push(s);
     }
+    check_cube_limits(&l.p)?;
     Ok(l.p)
+}
+
+/// Largest width, height and channel count of a data cube a DLA engine reads or writes
+/// (13-bit `*_WIDTH`/`*_HEIGHT`/`*_CHANNEL` registers, programmed minus one).
+const MAX_CUBE_DIM: u32 = 8192;
+
+/// Every DLA operation's cubes fit the engines' 13-bit size registers.
+fn check_cube_limits(p: &Program) -> Result<()> {
+    for op in &p.ops {
+        if op.engine() == Engine::Cpu {
+            continue;
+        }
+        let mut ids = op.reads();
+        ids.push(op.writes());
+        for id in ids {
+            let s = p.surface(id);
+            if s.c > MAX_CUBE_DIM || s.h > MAX_CUBE_DIM || s.w > MAX_CUBE_DIM {
+                return Err(CompileError::layer(
+                    op.layers.join("+"),
+                    format!("{:?}", op.engine()),
+                    format!(
+                        "cube `{}` is {}x{}x{} (CxHxW): NVDLA engines take at most {MAX_CUBE_DIM} \
+                         channels, lines and pixels per line",
+                        s.name, s.c, s.h, s.w
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 struct Lowering<'a> {
@@ -107,6 +188,49 @@ struct Lowering<'a> {
     views: HashMap<TensorId, (TensorId, u32)>,
     /// Nodes already lowered (fused into an earlier operation).
     done: Vec<bool>,
+    /// Operations the hardware cannot run go to the CPU (`--cpu-fallback`).
+    cpu_fallback: bool,
+}
+
+/// Largest batch lowered (as that many passes over the network).
+const MAX_BATCH: usize = 64;
+
+/// A batch of N > 1 runs as N passes over the network, each on one item of every input
+/// and output (every IR operation works per item): all network inputs must have the same
+/// batch, and every tensor keeps it.
+fn check_batch(g: &Graph) -> Result<()> {
+    let batch = g.inputs.first().map_or(1, |&i| g.shape(i).n);
+    for &i in &g.inputs {
+        let s = g.shape(i);
+        if s.n != batch || !(1..=MAX_BATCH).contains(&s.n) {
+            return Err(CompileError::layer(
+                g.tensor(i).name.clone(),
+                "graph input",
+                format!(
+                    "batch {} ({s}): network inputs must share one batch of 1 to {MAX_BATCH} \
+                     (run as that many passes; NVDLA surfaces hold one item)",
+                    s.n
+                ),
+            ));
+        }
+    }
+    for n in &g.nodes {
+        for &o in &n.outputs {
+            let s = g.shape(o);
+            if s.n != batch {
+                return Err(layer_err(
+                    n,
+                    format!(
+                        "output `{}` has batch {} ({s}) where the network's inputs have {batch}: \
+                         a batch runs as one pass per item, so no layer may mix items",
+                        g.tensor(o).name,
+                        s.n
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Element-wise layers of more than two inputs as chains of two-input ones (the SDP
@@ -257,29 +381,95 @@ fn place_concats(g: &Graph, t: &Target) -> (Graph, Vec<(TensorId, TensorId)>) {
 /// Which concatenation inputs can be written straight into the concatenation's output:
 /// each input is produced by a node (not a network input), read only by the
 /// concatenation, not a network output, and starts at a channel that begins a memory atom.
+///
+/// Concatenations whose inputs begin another's (DenseNet: each layer concatenates every
+/// earlier output of its block) share the longest one's surface: the shorter ones are
+/// views of its first channels, and each input is written once, at the same offset for
+/// all of them, instead of being copied into every concatenation. Such an input may also
+/// be read by other layers (through its view).
 fn concat_views(g: &Graph, t: &Target) -> HashMap<TensorId, (TensorId, u32)> {
     let mut views = HashMap::new();
     let cpa = t.channels_per_atom();
-    for n in &g.nodes {
-        if !matches!(n.op, Op::Concat) {
-            continue;
+    let concats: Vec<usize> = (0..g.nodes.len())
+        .filter(|&j| matches!(g.nodes[j].op, Op::Concat) && g.nodes[j].outputs.len() == 1)
+        .collect();
+    // The longest concatenation whose inputs start with node j's (j itself if none).
+    let root = |j: usize| -> usize {
+        let ins = &g.nodes[j].inputs;
+        concats
+            .iter()
+            .copied()
+            .filter(|&m| g.nodes[m].inputs.starts_with(ins))
+            .max_by_key(|&m| (g.nodes[m].inputs.len(), m))
+            .unwrap_or(j)
+    };
+    let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
+    for &j in &concats {
+        let r = root(j);
+        match groups.iter_mut().find(|(x, _)| *x == r) {
+            Some((_, members)) => members.push(j),
+            None => groups.push((r, vec![j])),
         }
+    }
+    for (r, members) in groups {
+        let shared = members.len() > 1;
+        let out = g.nodes[r].outputs[0];
+        let in_group = |k: &crate::ir::NodeId| members.contains(&k.0);
         let mut offsets = Vec::new();
         let mut c = 0u32;
         let mut ok = true;
-        for &i in &n.inputs {
+        for &i in &g.nodes[r].inputs {
             let aligned = c.is_multiple_of(cpa);
             let produced = g.producer(i).is_some();
-            let single = g.consumers(i).len() == 1;
+            let consumers = g.consumers(i);
+            let readers_ok = if shared {
+                // Every concatenation reading it is one of the group.
+                consumers
+                    .iter()
+                    .all(|k| !matches!(g.nodes[k.0].op, Op::Concat) || in_group(k))
+            } else {
+                consumers.len() == 1
+            };
             let output = g.outputs.contains(&i);
-            let repeated = n.inputs.iter().filter(|&&x| x == i).count() > 1;
-            ok &= aligned && produced && single && !output && !repeated;
+            let repeated = g.nodes[r].inputs.iter().filter(|&&x| x == i).count() > 1;
+            ok &= aligned && produced && readers_ok && !output && !repeated;
             offsets.push((i, c));
             c += g.shape(i).c as u32;
         }
+        // The shorter concatenations become views: none may be a network output.
+        ok &= members
+            .iter()
+            .all(|&m| m == r || !g.outputs.contains(&g.nodes[m].outputs[0]));
         if ok {
             for (i, off) in offsets {
-                views.insert(i, (n.outputs[0], off));
+                views.insert(i, (out, off));
+            }
+            for &m in &members {
+                if m != r {
+                    views.insert(g.nodes[m].outputs[0], (out, 0));
+                }
+            }
+        } else if shared {
+            // Each on its own, as if they shared nothing.
+            for &m in &members {
+                let n = &g.nodes[m];
+                let mut offsets = Vec::new();
+                let mut c = 0u32;
+                let mut ok = true;
+                for &i in &n.inputs {
+                    ok &= c.is_multiple_of(cpa)
+                        && g.producer(i).is_some()
+                        && g.consumers(i).len() == 1
+                        && !g.outputs.contains(&i)
+                        && n.inputs.iter().filter(|&&x| x == i).count() == 1;
+                    offsets.push((i, c));
+                    c += g.shape(i).c as u32;
+                }
+                if ok {
+                    for (i, off) in offsets {
+                        views.insert(i, (n.outputs[0], off));
+                    }
+                }
             }
         }
     }
@@ -302,6 +492,31 @@ impl Lowering<'_> {
         id
     }
 
+    /// Makes network input or output surface `id` hold `batch` items back to back.
+    fn batch_surface(&mut self, id: SurfId, batch: usize) {
+        let s = &mut self.p.surfaces[id.0];
+        s.batch = batch as u32;
+        s.size *= batch as u32;
+    }
+
+    /// Item `b` of batched surface `full`: a view `b` item sizes into its memory.
+    fn item_view(&mut self, full: SurfId, b: usize) -> SurfId {
+        let fs = self.p.surface(full).clone();
+        let item = fs.size / fs.batch.max(1);
+        let mut v = fs;
+        v.name = format!("{}#item{b}", v.name);
+        v.batch = 1;
+        v.size = item;
+        v.kind = SurfKind::View {
+            parent: full,
+            channel_offset: 0,
+            x: 0,
+            // Item b starts b * item bytes in: that many lines of the parent.
+            y: b as u32 * (item / v.line_stride.max(1)),
+        };
+        self.p.add_surface(v)
+    }
+
     fn surface_geometry(&self, name: &str, c: u32, h: u32, w: u32, kind: SurfKind) -> Surface {
         let atom = self.t.atom();
         let line_stride = w * atom;
@@ -319,6 +534,7 @@ impl Lowering<'_> {
             size,
             offset: 0,
             scale: 1.0,
+            batch: 1,
         }
     }
 
@@ -501,17 +717,47 @@ impl Lowering<'_> {
                     }
                 }
                 if g.outputs.contains(&out) {
-                    return Err(layer_err(n, "a network output cannot be an alias"));
+                    let s = self.p.surface(src);
+                    let o = g.shape(out);
+                    if (s.c as usize, s.h as usize, s.w as usize) != (o.c, o.h, o.w) {
+                        return Err(layer_err(
+                            n,
+                            "a network output that flattens a spatial cube needs a copy \
+                             that changes the layout (not implemented)",
+                        ));
+                    }
+                    // A network output that is an alias of another tensor (a network
+                    // input, another output, a reshape): an SDP pass-through copies it.
+                    let t = *self.t;
+                    let mut sdp = SdpStages::default();
+                    sdp.push(&t, Stage::Pass).map_err(|e| layer_err(n, e))?;
+                    self.inherit.insert(out, s.scale);
+                    let dst = self.output_surface(out);
+                    let unit = self.uniform_unit(src)?;
+                    let (stages, out_cvt) = self.encode_sdp(&sdp, &n.name, dst, unit)?;
+                    self.p.ops.push(HwOp {
+                        layers: vec![n.name.clone()],
+                        kind: HwOpKind::Sdp(SdpOp {
+                            src: Some(src),
+                            dst,
+                            stages,
+                            lut: sdp.lut(),
+                            out_cvt,
+                        }),
+                    });
+                    return Ok(());
                 }
                 self.surf.insert(out, src);
                 Ok(())
             }
             Op::Concat => {
                 let out = self.out_tensor(n)?;
+                // A concatenation that begins a longer one lives in that one's surface.
+                let surface_of = self.views.get(&out).map_or(out, |v| v.0);
                 let all_views = n
                     .inputs
                     .iter()
-                    .all(|t| self.views.get(t).map(|v| v.0) == Some(out));
+                    .all(|t| self.views.get(t).map(|v| v.0) == Some(surface_of));
                 if !all_views {
                     return Err(layer_err(
                         n,
@@ -532,6 +778,34 @@ impl Lowering<'_> {
             | Op::Power { .. }
             | Op::Eltwise { .. } => self.standalone_sdp(i),
             Op::Deconv(c) => self.deconv(i, c),
+            Op::CpuUnary { func, alpha, beta } => {
+                if !self.cpu_fallback {
+                    return Err(layer_err(
+                        n,
+                        format!(
+                            "{func:?}: no NVDLA engine computes it (compile with \
+                             --cpu-fallback to run it on the CPU)"
+                        ),
+                    ));
+                }
+                let src = self.input(n, 0)?;
+                let dst = self.output_surface(self.out_tensor(n)?);
+                if self.t.precision == Precision::Int8 {
+                    self.require_scale(src)?;
+                    self.require_scale(dst)?;
+                }
+                self.p.ops.push(HwOp {
+                    layers: vec![n.name.clone()],
+                    kind: HwOpKind::Cpu(CpuOp::Unary {
+                        src,
+                        dst,
+                        func: *func,
+                        alpha: *alpha,
+                        beta: *beta,
+                    }),
+                });
+                Ok(())
+            }
             Op::Lrn {
                 size,
                 alpha,
@@ -628,6 +902,7 @@ impl Lowering<'_> {
                 weights: dense,
                 bias: c.bias.as_ref().map(|b| b.data.clone()),
                 dst: None,
+                accumulate: None,
             },
         )
     }
@@ -709,6 +984,7 @@ impl Lowering<'_> {
                     weights: dense,
                     bias: c.bias.as_ref().map(|b| b.data.clone()),
                     dst: None,
+                    accumulate: None,
                 },
             );
         }
@@ -732,7 +1008,10 @@ impl Lowering<'_> {
         let kpad = k.next_multiple_of(cpa);
         let phases = sy * sx;
         let kk = phases * kpad;
-        let (hp, wp) = (s.h as usize + my - 1, s.w as usize + mx - 1);
+        // Phase rows and columns: the natural result, or more where output_padding (an
+        // output larger than the natural one) needs rows no input reaches (bias only).
+        let hp = (s.h as usize + my - 1).max((out.h + pt).div_ceil(sy));
+        let wp = (s.w as usize + mx - 1).max((out.w + pl).div_ceil(sx));
         let (full_h, full_w) = (hp * sy, wp * sx);
         if out.h + pt > full_h || out.w + pl > full_w {
             return Err(layer_err(
@@ -786,8 +1065,8 @@ impl Lowering<'_> {
                 pad: [
                     (my - 1) as u32,
                     (mx - 1) as u32,
-                    (my - 1) as u32,
-                    (mx - 1) as u32,
+                    (hp - s.h as usize) as u32,
+                    (wp - s.w as usize) as u32,
                 ],
                 dilation: [1, 1],
                 kernels: kk as u32,
@@ -795,6 +1074,7 @@ impl Lowering<'_> {
                 weights,
                 bias: c.bias.is_some().then_some(bias),
                 dst: Some(phase_id),
+                accumulate: None,
             },
         )?;
         let full_s = self.surface_geometry(
@@ -891,8 +1171,142 @@ impl Lowering<'_> {
                 weights: weight.data.clone(),
                 bias: bias.map(|b| b.data.clone()),
                 dst: None,
+                accumulate: None,
             },
         )
+    }
+
+    /// Input-channel ranges to split a convolution into when even one output row beside
+    /// one kernel group's weights does not fit the CBUF (a fully connected layer over a
+    /// large cube: VGG's 7x7x512 -> 4096 needs 25 banks for 16 kernels on nv_full), each
+    /// a multiple of the atom's channels so that it is a view of the input. `None` when
+    /// it fits whole, or when no split makes it fit.
+    fn channel_parts(&self, spec: &ConvSpec, s: &Surface) -> Option<Vec<(u32, u32)>> {
+        let t = self.t;
+        let [kh, kw] = spec.kernel;
+        let rows = ((kh - 1) * spec.dilation[0] + 1).min(s.h);
+        let fits = |c: u32| {
+            let data = (t.entries_per_slice(s.w, c) * rows).div_ceil(t.cbuf_entries_per_bank());
+            data + t.min_banks_for_weights(kh * kw * c * t.bpe()) <= t.hw.cbuf_banks
+        };
+        if fits(s.c) {
+            return None;
+        }
+        let cpa = t.channels_per_atom();
+        let atoms = s.c.div_ceil(cpa);
+        let per = (2..=atoms)
+            .map(|parts| atoms.div_ceil(parts) * cpa)
+            .find(|&per| fits(per))?;
+        let mut parts = Vec::new();
+        let mut c0 = 0;
+        while c0 < s.c {
+            let c1 = (c0 + per).min(s.c);
+            parts.push((c0, c1));
+            c0 = c1;
+        }
+        Some(parts)
+    }
+
+    /// Channels `c0..c0 + c` of surface `id`, read in place.
+    fn channel_view(&mut self, id: SurfId, c0: u32, c: u32, name: String) -> SurfId {
+        let ps = self.p.surface(id).clone();
+        let (parent, offset, x, y) = match ps.kind {
+            SurfKind::View {
+                parent,
+                channel_offset,
+                x,
+                y,
+            } => (parent, channel_offset + c0, x, y),
+            _ => (id, c0, 0, 0),
+        };
+        let mut v = ps;
+        v.name = name;
+        v.c = c;
+        v.kind = SurfKind::View {
+            parent,
+            channel_offset: offset,
+            x,
+            y,
+        };
+        v.size = (c.div_ceil(self.t.channels_per_atom()) - 1) * v.surf_stride
+            + (v.h - 1) * v.line_stride
+            + v.w * self.t.atom();
+        self.p.add_surface(v)
+    }
+
+    /// A convolution computed as partial sums over `parts` of its input channels: part j
+    /// convolves its channels (a view of the input) and adds part j-1's result in its
+    /// SDP; the first adds the bias, the last writes the output and takes the
+    /// element-wise layers that follow. int8 partial sums are stored at twice the scale
+    /// calibration gave the whole sum (the convolution's output before what follows it):
+    /// a partial sum over part of the channels may exceed the whole one's range.
+    fn emit_conv_by_channels(
+        &mut self,
+        i: usize,
+        spec: ConvSpec,
+        parts: &[(u32, u32)],
+    ) -> Result<()> {
+        let n = &self.g.nodes[i];
+        let name = n.name.clone();
+        let partial_scale = if self.t.precision == Precision::Int8 {
+            let s = self.scale_of(self.out_tensor(n)?, false);
+            if !(s.is_finite() && s > 0.0) {
+                return Err(layer_err(
+                    n,
+                    "no int8 scale for its output, which its partial sums over parts of \
+                     the input channels (the weights of one kernel group exceed the CBUF) \
+                     are scaled from",
+                ));
+            }
+            2.0 * s
+        } else {
+            1.0
+        };
+        let c = self.p.surface(spec.src).c as usize;
+        let taps = (spec.kernel[0] * spec.kernel[1]) as usize;
+        let mut prev = None;
+        for (j, &(c0, c1)) in parts.iter().enumerate() {
+            let src = self.channel_view(spec.src, c0, c1 - c0, format!("{name}#c{c0}"));
+            let (a, b) = (c0 as usize * taps, c1 as usize * taps);
+            let weights: Vec<f32> = (0..spec.kernels as usize)
+                .flat_map(|k| {
+                    spec.weights[k * c * taps + a..k * c * taps + b]
+                        .iter()
+                        .copied()
+                })
+                .collect();
+            let dst = if j + 1 == parts.len() {
+                spec.dst
+            } else {
+                let mut tmp = self.surface_geometry(
+                    &format!("{name}#partial{j}"),
+                    spec.kernels,
+                    spec.out[0],
+                    spec.out[1],
+                    SurfKind::Pool,
+                );
+                tmp.scale = partial_scale;
+                Some(self.p.add_surface(tmp))
+            };
+            self.emit_conv(
+                i,
+                ConvSpec {
+                    src,
+                    kernel: spec.kernel,
+                    stride: spec.stride,
+                    pad: spec.pad,
+                    dilation: spec.dilation,
+                    kernels: spec.kernels,
+                    out: spec.out,
+                    weights,
+                    bias: if j == 0 { spec.bias.clone() } else { None },
+                    dst,
+                    accumulate: prev,
+                },
+            )?;
+            prev = dst;
+        }
+        Ok(())
     }
 
     fn emit_conv(&mut self, i: usize, spec: ConvSpec) -> Result<()> {
@@ -917,6 +1331,11 @@ impl Lowering<'_> {
         }
         if spec.dilation.iter().any(|&v| v == 0 || v > 32) {
             return Err(layer_err(n, "dilation must be 1..=32"));
+        }
+        if spec.accumulate.is_none() {
+            if let Some(parts) = self.channel_parts(&spec, &s) {
+                return self.emit_conv_by_channels(i, spec, &parts);
+            }
         }
         let bpk = kh * kw * s.c * t.bpe();
         // int8: weights in units of a scale per output channel (per-filter) or one per
@@ -1025,6 +1444,17 @@ impl Lowering<'_> {
                 .map_err(|e| layer_err(n, e))?;
             }
         }
+        if let Some(other) = spec.accumulate {
+            sdp.push(
+                &t,
+                Stage::Eltwise {
+                    alu: SdpAluType::Sum,
+                    mul: false,
+                    other,
+                },
+            )
+            .map_err(|e| layer_err(n, e))?;
+        }
         let dst = match spec.dst {
             Some(d) => d,
             None => {
@@ -1085,7 +1515,10 @@ impl Lowering<'_> {
                     st.operand = Operand::PerElement(window(&mut self.p, id, o0, o1 - o0));
                 }
             }
-            let data_banks = data_banks_for(rows);
+            // The CDMA fetches the whole source cube it is programmed with: all of the
+            // input's rows for a single operation, even those a strided or short kernel
+            // never reads (a 1x1 stride-2 convolution of 28 rows reads 27).
+            let data_banks = data_banks_for(if whole { s.h } else { rows });
             // Upstream's order of preference: all weights resident; else two kernel
             // groups (ping-pong); else one.
             let weight_banks = if data_banks + total_w <= banks {
@@ -1525,15 +1958,47 @@ impl Lowering<'_> {
         if [pt, pl, pb, pr].iter().any(|&v| v > 7) {
             return Err(layer_err(n, "PDP padding is at most 7"));
         }
-        // PDP cannot rescale: in int8 the output keeps the input's scale.
+        if p.kind == PoolKind::Avg {
+            let [_, _, db, dr] = p.window.pad.map(|v| v as u32);
+            let padded = [pt, pl, pb, pr].iter().any(|&v| v > 0);
+            // Windows that run past the declared padding (ceil mode) count only the
+            // elements inside it in ONNX; Caffe's divisor is the full window.
+            let past_pad = pb > db || pr > dr;
+            if (padded && !p.count_include_pad) || (past_pad && n.source_type == "AveragePool") {
+                return Err(layer_err(
+                    n,
+                    "average pooling whose windows overlap the padding and divide by the \
+                     valid elements only (count_include_pad = 0, or ceil_mode windows past \
+                     the padding): PDP divides every window by its full size, and the SDP \
+                     has no per-position divisor",
+                ));
+            }
+        }
+        // PDP cannot rescale: in int8 the output keeps the input's scale. Where the
+        // output's scale is fixed otherwise (a view into a concatenation calibrated to
+        // another scale: Inception's and DenseNet's pooling branches), the PDP writes a
+        // surface of its own and an SDP pass rescales it into place.
         self.inherit.insert(out_t, s.scale);
         let dst = self.output_surface(out_t);
-        self.check_scale_kept(n, src, dst)?;
+        let rescale = self.t.precision == Precision::Int8 && {
+            let b = self.p.surface(dst).scale;
+            (s.scale - b).abs() > s.scale.abs() * 1e-6
+        };
+        let pooled = if rescale {
+            let d = self.p.surface(dst).clone();
+            let mut tmp =
+                self.surface_geometry(&format!("{}#pooled", n.name), d.c, d.h, d.w, SurfKind::Pool);
+            tmp.scale = s.scale;
+            self.p.add_surface(tmp)
+        } else {
+            dst
+        };
+        self.check_scale_kept(n, src, pooled)?;
         self.p.ops.push(HwOp {
             layers: vec![n.name.clone()],
             kind: HwOpKind::Pdp(PdpOp {
                 src,
-                dst,
+                dst: pooled,
                 max: p.kind == PoolKind::Max,
                 kernel: [kh, kw],
                 stride: [sh, sw],
@@ -1541,6 +2006,23 @@ impl Lowering<'_> {
                 pad_value: 0,
             }),
         });
+        if rescale {
+            let t = *self.t;
+            let mut sdp = SdpStages::default();
+            sdp.push(&t, Stage::Pass).map_err(|e| layer_err(n, e))?;
+            let unit = self.uniform_unit(pooled)?;
+            let (stages, out_cvt) = self.encode_sdp(&sdp, &n.name, dst, unit)?;
+            self.p.ops.push(HwOp {
+                layers: vec![format!("{}#rescale", n.name)],
+                kind: HwOpKind::Sdp(SdpOp {
+                    src: Some(pooled),
+                    dst,
+                    stages,
+                    lut: None,
+                    out_cvt,
+                }),
+            });
+        }
         Ok(())
     }
 }
@@ -1557,6 +2039,8 @@ struct ConvSpec {
     bias: Option<Vec<f32>>,
     /// Write here and fuse nothing after (an intermediate of a lowering).
     dst: Option<SurfId>,
+    /// Add this surface (a partial sum over other input channels) in the SDP.
+    accumulate: Option<SurfId>,
 }
 
 /// A per-channel vector of length `c` from one of length `c` or 1.

@@ -9,7 +9,7 @@ use nvdla_compiler::lower::Quant;
 use nvdla_compiler::preprocess::{self, ChannelOrder, Preprocess};
 use nvdla_compiler::quant::{Calibration, RangeMethod};
 use nvdla_compiler::target::{Precision, Target};
-use nvdla_compiler::{compile_graph_with, passes, CompileError};
+use nvdla_compiler::{passes, CompileError};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -30,6 +30,11 @@ struct Args {
     /// dimensions the model leaves symbolic.
     #[arg(long = "input-shape", value_name = "NAME=DIMS", value_parser = parse_input_shape)]
     input_shape: Vec<(String, Vec<usize>)>,
+    /// Run operators no NVDLA engine computes (ONNX Exp, Log, Sqrt, Abs, Reciprocal, Pow,
+    /// Elu, Softplus, ...) on the CPU as EMU operations of nvdla-runtime, instead of
+    /// refusing them; the loadable then needs a runtime with the CPU fallback operations.
+    #[arg(long = "cpu-fallback")]
+    cpu_fallback: bool,
     /// Output: a directory (writes `<profile>.nvdla` in it) or a `.nvdla` file.
     #[arg(short = 'o', default_value = ".")]
     output: PathBuf,
@@ -66,7 +71,9 @@ struct Args {
     #[arg(long)]
     calibtable: Option<PathBuf>,
     /// int8: calibrate on the images (.jpg, .pgm) in this directory with the compiler's
-    /// fp32 reference, fed as `nvdla-runtime --image` feeds them.
+    /// fp32 reference, fed as `nvdla-runtime --image` feeds them; or on tensor files
+    /// (.npy, .pb) holding the input's real values, fed as `nvdla-runtime --input F
+    /// --input-scale S` feeds them (S is printed).
     #[arg(long)]
     calibrate: Option<PathBuf>,
     /// With `--calibrate`: the network's input is `pixel / normalize` (as the runtime's
@@ -144,6 +151,7 @@ fn model_files(a: &Args) -> Result<ModelFiles, CompileError> {
         (None, None, Some(model)) => Ok(ModelFiles::Onnx {
             model: model.clone(),
             input_shapes: a.input_shape.clone(),
+            cpu_fallback: a.cpu_fallback,
         }),
         (None, None, None) => Err(CompileError::Option(
             "no model: give --prototxt F --caffemodel F (Caffe) or --onnx F (ONNX)".into(),
@@ -265,7 +273,10 @@ fn run(a: &Args) -> Result<(), CompileError> {
     let compiled = if a.compare.is_some() {
         nvdla_compiler::compile_graph_debug(graph, &target, &quant)?
     } else {
-        compile_graph_with(graph, &target, &quant)?
+        let opts = nvdla_compiler::CompileOptions {
+            cpu_fallback: a.cpu_fallback,
+        };
+        nvdla_compiler::compile_graph_opts(graph, &target, &quant, &opts)?
     };
     if let Some(image) = &a.compare {
         if a.normalize.fract() != 0.0 || !(1.0..=255.0).contains(&a.normalize) {
@@ -356,9 +367,28 @@ fn calibration(
     };
     let cal = calibrate::from_images(graph, &images, a.normalize, method, &mut |i, n| {
         if i == n || i % 10 == 0 {
-            progress(&format!("calibrating: {i}/{n} images"));
+            progress(&format!("calibrating: {i}/{n} samples"));
         }
     })?;
+    if images.iter().any(|p| calibrate::is_tensor_file(p)) {
+        // Printed even with -q: the runtime needs them to feed and read real values.
+        for &input in &graph.inputs {
+            if let Some(s) = cal.get(input) {
+                eprintln!(
+                    "input '{}': int8 scale {s:e} (nvdla-runtime --input F --input-scale {s:e})",
+                    graph.tensor(input).name
+                );
+            }
+        }
+        for &output in &graph.outputs {
+            if let Some(s) = cal.get(output) {
+                eprintln!(
+                    "output '{}': int8 scale {s:e} (nvdla-runtime --output F.npy --output-scale {s:e})",
+                    graph.tensor(output).name
+                );
+            }
+        }
+    }
     Ok(Some(cal))
 }
 

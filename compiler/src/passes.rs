@@ -436,6 +436,7 @@ fn attributes(op: &Op) -> String {
             beta,
             k,
         } => format!("size={size} alpha={alpha} beta={beta} k={k}"),
+        Op::CpuUnary { func, alpha, beta } => format!("{func:?} alpha={alpha} beta={beta}"),
         Op::Concat | Op::Softmax | Op::Flatten | Op::Identity => String::new(),
     }
 }

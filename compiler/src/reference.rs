@@ -223,6 +223,10 @@ fn eval_node(
             }
             x.to_vec()
         }
+        Op::CpuUnary { func, alpha, beta } => {
+            same_shape(xs, ys)?;
+            x.iter().map(|&v| func.apply(v, *alpha, *beta)).collect()
+        }
     };
     debug_assert_eq!(y.len(), ys.elements());
     Ok(vec![y; node.outputs.len()])

@@ -113,6 +113,7 @@ fn load(
         &onnx::Options {
             input_shapes: Vec::new(),
             constants,
+            cpu_fallback: false,
         },
     )
 }
@@ -270,6 +271,8 @@ const IN_SCOPE: &[&str] = &[
     "Resize",
     "Split",
     "Slice",
+    "DepthToSpace",
+    "SpaceToDepth",
 ];
 
 /// Representative tests that must pass on the reference.
@@ -344,6 +347,9 @@ const MUST_PASS: &[&str] = &[
     "test_upsample_nearest",
     "test_resize_upsample_scales_nearest",
     "test_split_equal_parts_2d",
+    "test_depthtospace_example",
+    "test_depthtospace_crd_mode_example",
+    "test_spacetodepth_example",
 ];
 
 fn table(cases: &[Case], title: &str) {

@@ -223,6 +223,7 @@ fn mnist_cntk_loads() {
     let g = frontend::load(&ModelFiles::Onnx {
         model: dir.join("mnist-cntk.onnx"),
         input_shapes: vec![],
+        cpu_fallback: false,
     })
     .unwrap();
     assert_eq!(g.name, "CNTKGraph");

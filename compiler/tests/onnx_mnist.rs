@@ -47,6 +47,7 @@ fn model(shared: &Path) -> Graph {
     frontend::load(&ModelFiles::Onnx {
         model: shared.join("models/onnx/mnist-cntk.onnx"),
         input_shapes: Vec::new(),
+        cpu_fallback: false,
     })
     .unwrap_or_else(|e| panic!("{e}"))
 }

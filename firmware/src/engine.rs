@@ -111,6 +111,29 @@ pub struct EngineStatus {
     pub groups: [[GroupStatus; 2]; OP_NUM],
 }
 
+/// The `GLB.S_INTR_STATUS` bits the scheduler handles: (bit, processor, group, event).
+const INTERRUPTS: [(u8, u8, u8, u8); 16] = {
+    use glb::S_INTR_STATUS as S;
+    [
+        (S::CACC_DONE_STATUS0.shift as u8, 1, 0, EV_COMPLETED),
+        (S::CACC_DONE_STATUS1.shift as u8, 1, 1, EV_COMPLETED),
+        (S::SDP_DONE_STATUS0.shift as u8, 2, 0, EV_COMPLETED),
+        (S::SDP_DONE_STATUS1.shift as u8, 2, 1, EV_COMPLETED),
+        (S::CDP_DONE_STATUS0.shift as u8, 4, 0, EV_COMPLETED),
+        (S::CDP_DONE_STATUS1.shift as u8, 4, 1, EV_COMPLETED),
+        (S::RUBIK_DONE_STATUS0.shift as u8, 5, 0, EV_COMPLETED),
+        (S::RUBIK_DONE_STATUS1.shift as u8, 5, 1, EV_COMPLETED),
+        (S::PDP_DONE_STATUS0.shift as u8, 3, 0, EV_COMPLETED),
+        (S::PDP_DONE_STATUS1.shift as u8, 3, 1, EV_COMPLETED),
+        (S::BDMA_DONE_STATUS0.shift as u8, 0, 0, EV_COMPLETED),
+        (S::BDMA_DONE_STATUS1.shift as u8, 0, 1, EV_COMPLETED),
+        (S::CDMA_DAT_DONE_STATUS0.shift as u8, 1, 0, EV_DATA_DONE),
+        (S::CDMA_DAT_DONE_STATUS1.shift as u8, 1, 1, EV_DATA_DONE),
+        (S::CDMA_WT_DONE_STATUS0.shift as u8, 1, 0, EV_WEIGHT_DONE),
+        (S::CDMA_WT_DONE_STATUS1.shift as u8, 1, 1, EV_WEIGHT_DONE),
+    ]
+};
+
 /// Bits of a group's pending event set.
 const EV_COMPLETED: u8 = 1 << 0;
 const EV_DATA_DONE: u8 = 1 << 1;
@@ -209,6 +232,9 @@ pub struct Engine<const MAX_OPS: usize = DEFAULT_MAX_OPS> {
     task: Option<TaskInfo>,
     procs: [Processor; OP_NUM],
     /// Remaining dependency count per operation (flat index `roi * num_ops + index`).
+    /// Indexes are taken `% MAX_OPS`: every flat index is below `MAX_OPS` (a task with
+    /// more is refused before it starts), so that changes nothing but lets the compiler
+    /// drop the bounds checks and their panics.
     deps: [u8; MAX_OPS],
     /// [`OpState`] per operation.
     states: [OpState; MAX_OPS],
@@ -257,14 +283,9 @@ impl<const MAX_OPS: usize> Engine<MAX_OPS> {
 
     fn clear(&mut self) {
         self.task = None;
-        self.procs = [
-            Processor::new(OpType::Bdma),
-            Processor::new(OpType::Conv),
-            Processor::new(OpType::Sdp),
-            Processor::new(OpType::Pdp),
-            Processor::new(OpType::Cdp),
-            Processor::new(OpType::Rubik),
-        ];
+        for (p, ty) in self.procs.iter_mut().zip(TYPES) {
+            *p = Processor::new(ty);
+        }
         self.done = 0;
     }
 
@@ -306,6 +327,11 @@ impl<const MAX_OPS: usize> Engine<MAX_OPS> {
     pub fn execute_task<H: Hw>(&mut self, hw: &mut H) -> Result<Progress, Error> {
         if self.task.is_some() {
             return Err(Error::Busy);
+        }
+        if !self.cfg.is_compiled() {
+            return Err(Error::ConfigNotCompiled {
+                name: self.cfg.name(),
+            });
         }
         self.clear();
         let r = self.start(hw);
@@ -383,6 +409,7 @@ impl<const MAX_OPS: usize> Engine<MAX_OPS> {
 
     /// Reads the whole dependency graph: records every dependency count, and checks types,
     /// links, chains and that every count can be met.
+    #[inline(never)]
     fn check_graph<H: Hw>(&mut self, hw: &mut H, t: &TaskInfo) -> Result<(), Error> {
         let n = usize::from(t.num_ops);
         let total = t.total_ops() as usize;
@@ -398,16 +425,16 @@ impl<const MAX_OPS: usize> Engine<MAX_OPS> {
                 let ty = TaskInfo::op_type_of(&c, op)?;
                 processors::present(&self.cfg, ty, op)?;
                 let flat = t.flat(op);
-                self.deps[flat] = c.dependency_count;
-                self.states[flat] = OpState::Waiting;
+                self.deps[flat % MAX_OPS] = c.dependency_count;
+                self.states[flat % MAX_OPS] = OpState::Waiting;
                 for (slot, link) in c.consumers.iter().enumerate() {
                     if let Some(target) = self.check_link(hw, t, op, ty, link, TYPES[slot])? {
                         incoming.bump(t.flat(target));
                     }
                 }
                 if c.fused_parent.is_present() {
-                    let parent_ty = match ty.index().checked_sub(1) {
-                        Some(i) => TYPES[i],
+                    let parent_ty = match ty.index().checked_sub(1).and_then(|i| TYPES.get(i)) {
+                        Some(&t) => t,
                         None => {
                             return Err(Error::InvalidField {
                                 op,
@@ -427,13 +454,13 @@ impl<const MAX_OPS: usize> Engine<MAX_OPS> {
         // Every count must be reachable.
         for flat in 0..total {
             let possible = incoming.get(flat);
-            if u32::from(self.deps[flat]) > possible {
+            if u32::from(self.deps[flat % MAX_OPS]) > possible {
                 return Err(Error::Unsatisfiable {
                     op: OpRef {
-                        index: (flat % n) as u16,
-                        roi: (flat / n) as u8,
+                        index: flat.checked_rem(n).unwrap_or(0) as u16,
+                        roi: flat.checked_div(n).unwrap_or(0) as u8,
                     },
-                    needed: self.deps[flat],
+                    needed: self.deps[flat % MAX_OPS],
                     possible,
                 });
             }
@@ -451,7 +478,7 @@ impl<const MAX_OPS: usize> Engine<MAX_OPS> {
                     // A cycle or a second chain through the same operation.
                     return Err(Error::Unsatisfiable {
                         op,
-                        needed: self.deps[flat],
+                        needed: self.deps[flat % MAX_OPS],
                         possible: 0,
                     });
                 }
@@ -475,7 +502,7 @@ impl<const MAX_OPS: usize> Engine<MAX_OPS> {
                     index: missing as u16,
                     roi: 0,
                 },
-                needed: self.deps[missing],
+                needed: self.deps[missing % MAX_OPS],
                 possible: 0,
             });
         }
@@ -526,7 +553,7 @@ impl<const MAX_OPS: usize> Engine<MAX_OPS> {
         hw: &'a mut H,
         op: OpRef,
     ) -> Ctx<'a, H> {
-        Ctx { hw, cfg, task, op }
+        Ctx::new(hw, cfg, task, op)
     }
 
     fn task(&self) -> Result<TaskInfo, Error> {
@@ -595,9 +622,13 @@ impl<const MAX_OPS: usize> Engine<MAX_OPS> {
                 found,
             });
         }
-        let od = t.read_op(hw, ty, op)?;
-        let sd = t.read_surface(hw, ty, op)?;
-        let prepared = processors::prepare(&od, &sd);
+        // Bound by reference: moving them out of the results would copy them.
+        let (od, sd) = (t.read_op(hw, ty, op), t.read_surface(hw, ty, op));
+        let (od, sd) = match (&od, &sd) {
+            (Ok(od), Ok(sd)) => (od, sd),
+            (Err(e), _) | (_, Err(e)) => return Err(*e),
+        };
+        let prepared = processors::prepare(od, sd);
         let proc = &mut self.procs[p];
         let g = &mut proc.groups[usize::from(gid)];
         *g = Group {
@@ -620,7 +651,7 @@ impl<const MAX_OPS: usize> Engine<MAX_OPS> {
             return Ok(());
         }
         self.program(hw, p, gid)?;
-        if self.deps[t.flat(op)] == 0 {
+        if self.deps[t.flat(op) % MAX_OPS] == 0 {
             self.enable(hw, p, op)?;
         }
         Ok(())
@@ -655,15 +686,19 @@ impl<const MAX_OPS: usize> Engine<MAX_OPS> {
             p, op.index, op.roi, gid
         );
         self.procs[p].groups[usize::from(gid)].programming = true;
-        let od = t.read_op(hw, ty, op)?;
-        let sd = t.read_surface(hw, ty, op)?;
+        // Bound by reference: moving them out of the results would copy them.
+        let (od, sd) = (t.read_op(hw, ty, op), t.read_surface(hw, ty, op));
+        let (od, sd) = match (&od, &sd) {
+            (Ok(od), Ok(sd)) => (od, sd),
+            (Err(e), _) | (_, Err(e)) => return Err(*e),
+        };
         let lut = {
             let mut ctx = Self::ctx(&self.cfg, &t, hw, op);
             processors::set_producer(&mut ctx, ty, gid, g.rdma_id)?;
-            processors::program(&mut ctx, gid, g.prepared.rdma_needed, &od, &sd)?
+            processors::program(&mut ctx, gid, g.prepared.rdma_needed, od, sd)?
         };
         let flat = t.flat(op);
-        self.states[flat] = OpState::Programmed;
+        self.states[flat % MAX_OPS] = OpState::Programmed;
         let grp = &mut self.procs[p].groups[usize::from(gid)];
         if lut >= 0 {
             grp.lut_index = lut;
@@ -677,7 +712,10 @@ impl<const MAX_OPS: usize> Engine<MAX_OPS> {
     /// Starts `op` if its group is programmed and not yet running.
     fn enable<H: Hw>(&mut self, hw: &mut H, p: usize, op: OpRef) -> Result<(), Error> {
         let t = self.task()?;
-        let proc = &self.procs[p];
+        // `p` is a processor index (a consumer slot or its predecessor): always present.
+        let Some(proc) = self.procs.get(p) else {
+            return Ok(());
+        };
         let Some(gid) = (0..2u8).find(|&g| {
             let grp = &proc.groups[usize::from(g)];
             proc.group_status & (1 << g) != 0 && grp.op == Some(op) && !grp.pending
@@ -699,7 +737,7 @@ impl<const MAX_OPS: usize> Engine<MAX_OPS> {
             processors::set_producer(&mut ctx, ty, gid, g.rdma_id)?;
             processors::enable(&mut ctx, ty, gid, &g.prepared)?
         };
-        self.states[t.flat(op)] = OpState::Enabled;
+        self.states[t.flat(op) % MAX_OPS] = OpState::Enabled;
         let grp = &mut self.procs[p].groups[usize::from(gid)];
         grp.active = true;
         if finished {
@@ -744,10 +782,10 @@ impl<const MAX_OPS: usize> Engine<MAX_OPS> {
         let t = self.task()?;
         let op = t.op_ref(link.index, roi, "dla_common_op_desc.consumers")?;
         let flat = t.flat(op);
-        let left = self.deps[flat]
+        let left = self.deps[flat % MAX_OPS]
             .checked_sub(1)
             .ok_or(Error::DependencyUnderflow { op })?;
-        self.deps[flat] = left;
+        self.deps[flat % MAX_OPS] = left;
         debug!(
             "engine: op {} roi {} needs {} more events",
             op.index, op.roi, left
@@ -782,36 +820,15 @@ impl<const MAX_OPS: usize> Engine<MAX_OPS> {
 
     /// Reads and acknowledges the interrupt status and records the events per group.
     fn interrupt<H: Hw>(&mut self, hw: &mut H) -> Result<(), Error> {
-        use glb::S_INTR_STATUS as S;
         let base = Block::Glb.base(self.cfg.version());
         let status = hw.reg_read(base + glb::S_INTR_STATUS)?;
         trace!("engine: interrupt status {}", status);
-        let map: [(
-            tock_registers::fields::Field<u32, S::Register>,
-            usize,
-            u8,
-            u8,
-        ); 16] = [
-            (S::CACC_DONE_STATUS0, 1, 0, EV_COMPLETED),
-            (S::CACC_DONE_STATUS1, 1, 1, EV_COMPLETED),
-            (S::SDP_DONE_STATUS0, 2, 0, EV_COMPLETED),
-            (S::SDP_DONE_STATUS1, 2, 1, EV_COMPLETED),
-            (S::CDP_DONE_STATUS0, 4, 0, EV_COMPLETED),
-            (S::CDP_DONE_STATUS1, 4, 1, EV_COMPLETED),
-            (S::RUBIK_DONE_STATUS0, 5, 0, EV_COMPLETED),
-            (S::RUBIK_DONE_STATUS1, 5, 1, EV_COMPLETED),
-            (S::PDP_DONE_STATUS0, 3, 0, EV_COMPLETED),
-            (S::PDP_DONE_STATUS1, 3, 1, EV_COMPLETED),
-            (S::BDMA_DONE_STATUS0, 0, 0, EV_COMPLETED),
-            (S::BDMA_DONE_STATUS1, 0, 1, EV_COMPLETED),
-            (S::CDMA_DAT_DONE_STATUS0, 1, 0, EV_DATA_DONE),
-            (S::CDMA_DAT_DONE_STATUS1, 1, 1, EV_DATA_DONE),
-            (S::CDMA_WT_DONE_STATUS0, 1, 0, EV_WEIGHT_DONE),
-            (S::CDMA_WT_DONE_STATUS1, 1, 1, EV_WEIGHT_DONE),
-        ];
-        for (field, p, g, ev) in map {
-            if field.is_set(status) {
-                let grp = &mut self.procs[p].groups[usize::from(g)];
+        for &(bit, p, g, ev) in &INTERRUPTS {
+            let grp = self
+                .procs
+                .get_mut(usize::from(p))
+                .and_then(|proc| proc.groups.get_mut(usize::from(g)));
+            if let (true, Some(grp)) = (status & (1 << bit) != 0, grp) {
                 if grp.active {
                     grp.events |= ev;
                 } else {
@@ -846,7 +863,7 @@ impl<const MAX_OPS: usize> Engine<MAX_OPS> {
     /// Handles the events of processor `p`, starting with the group that did not complete
     /// last (the older one).
     fn handle_events<H: Hw>(&mut self, hw: &mut H, p: usize) -> Result<bool, Error> {
-        let mut gid = self.procs[p].last_group ^ 1;
+        let mut gid = (self.procs[p].last_group ^ 1) & 1;
         let mut any = false;
         for _ in 0..2 {
             let ev = core::mem::take(&mut self.procs[p].groups[usize::from(gid)].events);
@@ -881,7 +898,7 @@ impl<const MAX_OPS: usize> Engine<MAX_OPS> {
         if u16::from(op.roi) + 1 == t.num_rois {
             self.done += 1;
         }
-        self.states[t.flat(op)] = OpState::Done;
+        self.states[t.flat(op) % MAX_OPS] = OpState::Done;
         {
             let proc = &mut self.procs[p];
             proc.group_status &= !(1 << gid);
@@ -905,7 +922,7 @@ impl<const MAX_OPS: usize> Engine<MAX_OPS> {
         if self.procs[p].groups[usize::from(next)].pending && self.is_ready(p, next) {
             self.program(hw, p, next)?;
             if let Some(op) = self.procs[p].groups[usize::from(next)].op {
-                if self.deps[t.flat(op)] == 0 {
+                if self.deps[t.flat(op) % MAX_OPS] == 0 {
                     self.enable(hw, p, op)?;
                 }
             }

@@ -214,6 +214,12 @@ pub enum Error {
         /// The last value read.
         last: u32,
     },
+    /// The engine's [`HwConfig`](crate::HwConfig) is a build this firmware was compiled
+    /// without (Cargo features `nv_full`, `nv_small`, ... narrow it).
+    ConfigNotCompiled {
+        /// The build's name.
+        name: &'static str,
+    },
     /// A task is already running.
     Busy,
     /// No task is running.
@@ -298,6 +304,10 @@ impl fmt::Display for Error {
                 f,
                 "timed out polling {} register {offset:#x} (last value {last:#x})",
                 block.name()
+            ),
+            Error::ConfigNotCompiled { name } => write!(
+                f,
+                "this firmware was compiled without the {name} configuration"
             ),
             Error::Busy => write!(f, "a task is already running"),
             Error::NoTask => write!(f, "no task is running"),

@@ -32,7 +32,14 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Logging goes through `log` (feature `log`, default) or `defmt` (feature `defmt`).
+//! Logging goes through `log` (feature `log`, default) or `defmt` (feature `defmt`); without
+//! either, log statements compile to nothing.
+//!
+//! Features `nv_full`, `nv_large`, `nv_medium_1024_full`, `nv_medium_512`, `nv_small`,
+//! `nv_small_256` and `nv_small_256_full` compile the firmware for those builds only (see
+//! [`nvdla_hw::ALL`]): what none of them has is left out of the code, and an engine
+//! configured for another build refuses to start ([`Error::ConfigNotCompiled`]). Without
+//! them every build is selectable at run time.
 #![cfg_attr(not(feature = "std"), no_std)]
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]

@@ -15,6 +15,7 @@ use nvdla_loadable::dla::{
 };
 use nvdla_loadable::Descriptor;
 
+use crate::config::Feature;
 use crate::error::{Error, ListKind, OpRef};
 use crate::hw::Hw;
 
@@ -54,6 +55,19 @@ pub(crate) struct TaskInfo {
     pub op_head: [i16; dla::OP_NUM],
     /// Dynamic-ROI parameters.
     pub dynamic_roi: Option<DynamicRoi>,
+}
+
+/// Refuses a processor that no compiled-in build has (BDMA and RUBIK exist only on
+/// nv_full), before its descriptors are decoded, so that a firmware compiled without it
+/// holds no code for it.
+fn compiled_unit(ty: OpType, op: OpRef) -> Result<(), Error> {
+    let any = &nvdla_hw::COMPILED_FEATURES;
+    let feature = match ty {
+        OpType::Bdma if !any.bdma => Feature::Bdma,
+        OpType::Rubik if !any.rubik => Feature::Rubik,
+        _ => return Ok(()),
+    };
+    Err(Error::FeatureAbsent { op, feature })
 }
 
 /// Reads `D` at `offset` of address-list entry `index`.
@@ -190,10 +204,20 @@ impl TaskInfo {
         ty: OpType,
         op: OpRef,
     ) -> Result<OpDesc, Error> {
+        compiled_unit(ty, op)?;
         let mut buf = [0u8; dla::OPERATION_CONTAINER_SIZE];
         let off = (self.flat(op) * dla::OPERATION_CONTAINER_SIZE) as u64;
         hw.read_indexed(self.op_list, off, &mut buf)?;
-        Ok(OpDesc::decode(ty, &buf)?)
+        // Per processor here rather than `OpDesc::decode`, so that a processor no
+        // compiled-in build has leaves no decoder behind.
+        Ok(match ty {
+            OpType::Bdma => OpDesc::Bdma(dla::BdmaOpDesc::decode_from(&buf)?),
+            OpType::Conv => OpDesc::Conv(dla::ConvOpDesc::decode_from(&buf)?),
+            OpType::Sdp => OpDesc::Sdp(dla::SdpOpDesc::decode_from(&buf)?),
+            OpType::Pdp => OpDesc::Pdp(dla::PdpOpDesc::decode_from(&buf)?),
+            OpType::Cdp => OpDesc::Cdp(dla::CdpOpDesc::decode_from(&buf)?),
+            OpType::Rubik => OpDesc::Rubik(dla::RubikOpDesc::decode_from(&buf)?),
+        })
     }
 
     /// The surface descriptor of `op` (current layout; the runtime upgrades legacy lists).
@@ -203,10 +227,18 @@ impl TaskInfo {
         ty: OpType,
         op: OpRef,
     ) -> Result<SurfaceDesc, Error> {
+        compiled_unit(ty, op)?;
         let mut buf = [0u8; dla::SURFACE_CONTAINER_SIZE];
         let off = (self.flat(op) * dla::SURFACE_CONTAINER_SIZE) as u64;
         hw.read_indexed(self.surface_list, off, &mut buf)?;
-        Ok(SurfaceDesc::decode(ty, &buf)?)
+        Ok(match ty {
+            OpType::Bdma => SurfaceDesc::Bdma(dla::BdmaSurfaceDesc::decode_from(&buf)?),
+            OpType::Conv => SurfaceDesc::Conv(dla::ConvSurfaceDesc::decode_from(&buf)?),
+            OpType::Sdp => SurfaceDesc::Sdp(dla::SdpSurfaceDesc::decode_from(&buf)?),
+            OpType::Pdp => SurfaceDesc::Pdp(dla::PdpSurfaceDesc::decode_from(&buf)?),
+            OpType::Cdp => SurfaceDesc::Cdp(dla::CdpSurfaceDesc::decode_from(&buf)?),
+            OpType::Rubik => SurfaceDesc::Rubik(dla::RubikSurfaceDesc::decode_from(&buf)?),
+        })
     }
 
     /// LUT `index` of the LUT list.

@@ -12,9 +12,177 @@ use core::fmt;
 mod generated;
 
 pub use generated::{
-    ALL, NV_FULL, NV_LARGE, NV_MEDIUM_1024_FULL, NV_MEDIUM_512, NV_SMALL, NV_SMALL_256,
+    NV_FULL, NV_LARGE, NV_MEDIUM_1024_FULL, NV_MEDIUM_512, NV_SMALL, NV_SMALL_256,
     NV_SMALL_256_FULL, SOURCES,
 };
+
+/// Every published build, whatever this crate was compiled with: nv_full (v1), then the
+/// v2 builds by name.
+pub const PUBLISHED: &[Config] = generated::ALL;
+
+/// The builds compiled in, in [`PUBLISHED`]'s order: all seven, unless Cargo features
+/// (`nv_full`, `nv_small`, ...: one per build) narrow the table to the builds they name.
+/// Code that only reads parameters through this table (as the firmware does) drops what
+/// no compiled-in build has.
+pub const ALL: &[Config] = &COMPILED;
+
+/// Whether the Cargo features narrow the table (some build's feature is on).
+pub const NARROWED: bool = cfg!(any(
+    feature = "nv_full",
+    feature = "nv_large",
+    feature = "nv_medium_1024_full",
+    feature = "nv_medium_512",
+    feature = "nv_small",
+    feature = "nv_small_256",
+    feature = "nv_small_256_full",
+));
+
+/// The builds named by the narrowing features.
+const FEATURES: [(&str, bool); 7] = [
+    ("nv_full", cfg!(feature = "nv_full")),
+    ("nv_large", cfg!(feature = "nv_large")),
+    ("nv_medium_1024_full", cfg!(feature = "nv_medium_1024_full")),
+    ("nv_medium_512", cfg!(feature = "nv_medium_512")),
+    ("nv_small", cfg!(feature = "nv_small")),
+    ("nv_small_256", cfg!(feature = "nv_small_256")),
+    ("nv_small_256_full", cfg!(feature = "nv_small_256_full")),
+];
+
+const fn str_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// Whether published build `name` is compiled in.
+const fn compiled(name: &str) -> bool {
+    if !NARROWED {
+        return true;
+    }
+    let mut i = 0;
+    while i < FEATURES.len() {
+        if str_eq(FEATURES[i].0, name) {
+            return FEATURES[i].1;
+        }
+        i += 1;
+    }
+    false
+}
+
+const COUNT: usize = {
+    let mut n = 0;
+    let mut i = 0;
+    while i < PUBLISHED.len() {
+        if compiled(PUBLISHED[i].name) {
+            n += 1;
+        }
+        i += 1;
+    }
+    n
+};
+
+const COMPILED: [Config; COUNT] = {
+    let mut out = [NV_FULL; COUNT];
+    let (mut i, mut n) = (0, 0);
+    while i < PUBLISHED.len() {
+        if compiled(PUBLISHED[i].name) {
+            out[n] = PUBLISHED[i];
+            n += 1;
+        }
+        i += 1;
+    }
+    out
+};
+
+/// What the compiled-in builds have between them: a feature is `true` when at least one
+/// of [`ALL`] has it. A program that tests `COMPILED_FEATURES.x && config.features.x`
+/// lets the compiler drop the code of a feature no compiled-in build has.
+pub const COMPILED_FEATURES: Features = {
+    let mut u = Features {
+        bdma: false,
+        rubik: false,
+        cdp: false,
+        pdp: false,
+        sdp_lut: false,
+        sdp_bs: false,
+        sdp_bn: false,
+        sdp_ew: false,
+        cvif: false,
+        int8: false,
+        int16: false,
+        fp16: false,
+        winograd: false,
+        weight_compression: false,
+        batch: false,
+    };
+    let mut i = 0;
+    while i < ALL.len() {
+        let f = &ALL[i].features;
+        u.bdma |= f.bdma;
+        u.rubik |= f.rubik;
+        u.cdp |= f.cdp;
+        u.pdp |= f.pdp;
+        u.sdp_lut |= f.sdp_lut;
+        u.sdp_bs |= f.sdp_bs;
+        u.sdp_bn |= f.sdp_bn;
+        u.sdp_ew |= f.sdp_ew;
+        u.cvif |= f.cvif;
+        u.int8 |= f.int8;
+        u.int16 |= f.int16;
+        u.fp16 |= f.fp16;
+        u.winograd |= f.winograd;
+        u.weight_compression |= f.weight_compression;
+        u.batch |= f.batch;
+        i += 1;
+    }
+    u
+};
+
+/// Whether a compiled-in build has register-map generation `g`.
+pub const fn generation_compiled(g: Generation) -> bool {
+    let mut i = 0;
+    while i < ALL.len() {
+        if ALL[i].generation as u8 == g as u8 {
+            return true;
+        }
+        i += 1;
+    }
+    false
+}
+
+/// Why [`Config::select`] found no build.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum SelectError {
+    /// No published build has this name.
+    Unknown,
+    /// A published build, left out of this program by its Cargo features.
+    NotCompiled {
+        /// The build's name.
+        name: &'static str,
+    },
+}
+
+impl fmt::Display for SelectError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SelectError::Unknown => f.write_str("no NVDLA build has this name"),
+            SelectError::NotCompiled { name } => write!(
+                f,
+                "{name} is not compiled into this program (its Cargo features select other builds)"
+            ),
+        }
+    }
+}
 
 /// Where generated values come from: files of one commit of NVIDIA's `nvdla/hw`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -189,22 +357,115 @@ impl Config {
         Precision::ALL.into_iter().filter(|p| self.supports(*p))
     }
 
-    /// The build called `name`, accepting upstream's `opendla-full`, `opendla-large` and
-    /// `opendla-small` aliases.
-    pub fn by_name(name: &str) -> Option<&'static Config> {
+    /// The compiled-in build called `name`, accepting upstream's `opendla-full`,
+    /// `opendla-large` and `opendla-small` aliases; [`SelectError::NotCompiled`] for a
+    /// published build left out by the Cargo features.
+    pub fn select(name: &str) -> Result<&'static Config, SelectError> {
         let name = match name {
             "opendla-full" => "nv_full",
             "opendla-large" => "nv_large",
             "opendla-small" => "nv_small",
             n => n,
         };
-        ALL.iter().find(|c| c.name == name)
+        if let Some(c) = ALL.iter().find(|c| c.name == name) {
+            return Ok(c);
+        }
+        match PUBLISHED.iter().find(|c| c.name == name) {
+            Some(c) => Err(SelectError::NotCompiled { name: c.name }),
+            None => Err(SelectError::Unknown),
+        }
     }
 
-    /// The names of every build, in the order of [`ALL`], for messages
+    /// The compiled-in build called `name` ([`Config::select`] without the reason).
+    pub fn by_name(name: &str) -> Option<&'static Config> {
+        Config::select(name).ok()
+    }
+
+    /// Whether a program built with these Cargo features may drive this build: always
+    /// with the full table (which also serves parameters of no published build), and
+    /// with a narrowed table only the builds it names (by name: such a program reads the
+    /// parameters from its table).
+    pub fn is_compiled(&self) -> bool {
+        !NARROWED || ALL.iter().any(|c| c.name == self.name)
+    }
+
+    /// The names of every compiled-in build, in the order of [`ALL`], for messages
     /// (`nv_full, nv_large, ...`).
     pub fn names() -> impl Iterator<Item = &'static str> {
         ALL.iter().map(|c| c.name)
+    }
+}
+
+/// A published build, by name: what command lines select (`--config nv_small`) and what a
+/// hardware model is built as. [`Build::hw`] gives its parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, PartialOrd, Ord)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Build {
+    /// NVDLA v1, full configuration.
+    #[default]
+    NvFull,
+    /// NVDLA v2, large configuration.
+    NvLarge,
+    /// NVDLA v2, medium configuration with 1024 MACs and every SDP unit and CV-SRAM.
+    NvMedium1024Full,
+    /// NVDLA v2, medium configuration with 512 MACs.
+    NvMedium512,
+    /// NVDLA v2, small configuration (int8 only, no SRAM, BDMA or RUBIK).
+    NvSmall,
+    /// NVDLA v2, small configuration with 256 MACs.
+    NvSmall256,
+    /// NVDLA v2, small configuration with 256 MACs, every SDP unit and CV-SRAM.
+    NvSmall256Full,
+}
+
+impl Build {
+    /// Every published build, in [`PUBLISHED`]'s order (whatever the Cargo features).
+    pub const ALL: [Build; 7] = [
+        Build::NvFull,
+        Build::NvLarge,
+        Build::NvMedium1024Full,
+        Build::NvMedium512,
+        Build::NvSmall,
+        Build::NvSmall256,
+        Build::NvSmall256Full,
+    ];
+
+    /// The build's parameters.
+    pub const fn hw(self) -> &'static Config {
+        match self {
+            Build::NvFull => &NV_FULL,
+            Build::NvLarge => &NV_LARGE,
+            Build::NvMedium1024Full => &NV_MEDIUM_1024_FULL,
+            Build::NvMedium512 => &NV_MEDIUM_512,
+            Build::NvSmall => &NV_SMALL,
+            Build::NvSmall256 => &NV_SMALL_256,
+            Build::NvSmall256Full => &NV_SMALL_256_FULL,
+        }
+    }
+
+    /// The name used on command lines and in trace paths (`nv_full`, ...).
+    pub const fn name(self) -> &'static str {
+        self.hw().name
+    }
+
+    /// The published build with exactly these parameters.
+    pub fn of(config: &Config) -> Option<Build> {
+        Build::ALL.into_iter().find(|b| b.hw() == config)
+    }
+}
+
+impl fmt::Display for Build {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl core::str::FromStr for Build {
+    type Err = SelectError;
+    /// A compiled-in build by name, upstream's `opendla-*` aliases included
+    /// ([`Config::select`]).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Config::select(s).and_then(|c| Build::of(c).ok_or(SelectError::Unknown))
     }
 }
 
@@ -222,6 +483,9 @@ mod tests {
 
     #[test]
     fn seven_builds_with_unique_names() {
+        if NARROWED {
+            return; // see narrowed_table
+        }
         let names: [&str; 7] = [
             "nv_full",
             "nv_large",
@@ -240,7 +504,65 @@ mod tests {
     }
 
     #[test]
+    fn the_default_build_compiles_all_seven() {
+        if NARROWED {
+            return; // see narrowed_table
+        }
+        assert_eq!(ALL, PUBLISHED);
+        assert!(FEATURES.iter().map(|f| f.0).eq(Config::names()));
+        assert_eq!(Config::select("nv_huge"), Err(SelectError::Unknown));
+        assert!(NV_SMALL.is_compiled());
+        let f = COMPILED_FEATURES;
+        assert!(f.bdma && f.rubik && f.sdp_lut && f.winograd && f.fp16 && f.cvif);
+        assert!(generation_compiled(Generation::V1) && generation_compiled(Generation::V2));
+    }
+
+    /// `cargo test -p nvdla-hw --features nv_small` (or any other narrowing).
+    #[test]
+    fn narrowed_table() {
+        if !NARROWED {
+            return;
+        }
+        assert!(!ALL.is_empty() && ALL.len() < PUBLISHED.len());
+        for c in PUBLISHED {
+            let on = FEATURES.iter().any(|f| f.1 && f.0 == c.name);
+            assert_eq!(ALL.contains(c), on, "{c}");
+            assert_eq!(c.is_compiled(), on, "{c}");
+            match Config::select(c.name) {
+                Ok(s) => assert!(on && s == c),
+                Err(e) => assert!(!on && e == SelectError::NotCompiled { name: c.name }),
+            }
+        }
+        let u = COMPILED_FEATURES;
+        assert_eq!(u.bdma, ALL.iter().any(|c| c.features.bdma));
+        assert_eq!(u.sdp_lut, ALL.iter().any(|c| c.features.sdp_lut));
+        for g in [Generation::V1, Generation::V2] {
+            assert_eq!(
+                generation_compiled(g),
+                ALL.iter().any(|c| c.generation == g)
+            );
+        }
+    }
+
+    #[test]
+    fn builds_by_name() {
+        assert!(Build::ALL.iter().map(|b| b.hw()).eq(PUBLISHED.iter()));
+        for b in Build::ALL {
+            assert_eq!(Build::of(b.hw()), Some(b));
+            let parsed: Result<Build, _> = b.name().parse();
+            assert_eq!(parsed.is_ok(), b.hw().is_compiled(), "{b}");
+        }
+        assert_eq!("nv_huge".parse::<Build>(), Err(SelectError::Unknown));
+        if !NARROWED {
+            assert_eq!("opendla-small".parse::<Build>(), Ok(Build::NvSmall));
+        }
+    }
+
+    #[test]
     fn aliases() {
+        if NARROWED {
+            return; // see narrowed_table
+        }
         assert_eq!(Config::by_name("opendla-full"), Some(&NV_FULL));
         assert_eq!(Config::by_name("opendla-large"), Some(&NV_LARGE));
         assert_eq!(Config::by_name("opendla-small"), Some(&NV_SMALL));

@@ -7,10 +7,15 @@
 //! `nv_small_256_full`. [`Config`] holds the parameters of one build; every other crate
 //! (firmware, driver, model, compiler) reads them from here instead of testing a build by
 //! name.
+//!
+//! [`regs`] is the register map of both generations (unit bases, register offsets, reset
+//! values, access masks and `register_bitfields!` fields), generated from NVIDIA's register
+//! manuals like the configuration table is from its project specs.
 #![no_std]
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod config;
+pub mod regs;
 
 pub use config::*;

@@ -9,9 +9,24 @@
  * handles and ownership, submit validation, running tasks through the firmware scheduler,
  * timeouts and reset, diagnosis) is in the Rust core (rust/, nvdla_glue.h).
  *
- * Locking: one mutex per device around every call into Rust, so the core is single-threaded.
- * A submit holds it while its tasks run (the hardware runs one task at a time anyway); it
- * is taken interruptibly so a process waiting behind a long submit can be killed.
+ * Locking: two mutexes per device, one per half of the Rust core. `lock` (the state lock)
+ * guards the buffer table: every ioctl, mmap, close, munmap and dma-buf release takes it for
+ * a short, non-blocking call and never while waiting for the hardware. `hw_lock` guards the
+ * hardware runner: a submit validates and pins its buffers under `lock`, drops it, runs its
+ * tasks under `hw_lock` (the hardware runs one task at a time), then unpins under `lock`. So
+ * a hung or long task delays only other submits; closing a file, unmapping a buffer or
+ * releasing a dma-buf, from any process, never waits for it. Lock order: hw_lock, then lock
+ * (only device removal holds both). Ioctls take `lock` interruptibly and `hw_lock`
+ * interruptibly (-ERESTARTSYS, nothing has run yet); the interrupt wait is killable (a task
+ * without a timeout, with timeout_ms=0, cannot make its process unkillable; a kill abandons
+ * the task with EINTR); release paths take `lock` uninterruptibly, which is fine because it
+ * is only ever held briefly.
+ *
+ * Timeouts: a task's own timeout wins; a task without one (0 or 0xffffffff) gets the
+ * timeout_ms module parameter (default 30 s; 0: wait forever, killably).
+ *
+ * Allocation: the Rust core allocates fallibly (ENOMEM, never a panic). The fail_alloc
+ * parameter injects a failure into its Nth allocation from now, to test exactly that.
  *
  * Interrupts: the NVDLA's GLB interrupt is level-triggered and its status is cleared by the
  * firmware in process context, so the hard handler masks the line (disable_irq_nosync) and
@@ -75,6 +90,22 @@ static bool debug;
 module_param(debug, bool, 0444);
 MODULE_PARM_DESC(debug, "Log the driver core's debug messages");
 
+static unsigned int timeout_ms = 30000;
+module_param(timeout_ms, uint, 0644);
+MODULE_PARM_DESC(timeout_ms, "Timeout in ms of a task that sets none (0 or 0xffffffff in the submit); "
+			     "0: such tasks wait until done or killed (default 30000)");
+
+/* Fault injection (tests): writable at run time under /sys/module/nvdla/parameters. */
+static int fail_alloc;
+module_param(fail_alloc, int, 0644);
+MODULE_PARM_DESC(fail_alloc, "Test: the Nth allocation of the driver core from now fails (0: off); "
+			     "counts down to 0");
+
+static bool inject_hang;
+module_param(inject_hang, bool, 0644);
+MODULE_PARM_DESC(inject_hang, "Test: ignore the device's interrupts, so every running task hangs "
+			      "until its timeout or a kill");
+
 static char *vp_hw = "nv_full";
 module_param(vp_hw, charp, 0444);
 MODULE_PARM_DESC(vp_hw, "Hardware configuration behind the PCI bridge: nv_full, nv_small, nv_large, "
@@ -109,8 +140,9 @@ struct nvdla_device {
 	dma_addr_t mem_dma;
 	size_t mem_size;
 
-	struct mutex lock; /* serializes every call into the Rust core */
-	struct nvdla_rs *rs;
+	struct mutex lock; /* state lock: the buffer table half of the core, and rs itself */
+	struct mutex hw_lock; /* the hardware runner half; taken before lock */
+	struct nvdla_rs *rs; /* written with both locks held; read with either */
 	u32 hw;
 	struct ida clients;
 };
@@ -204,24 +236,38 @@ static void nvdla_irq_unmask(struct nvdla_device *nd)
 		enable_irq(nd->irq);
 }
 
+/* The interrupt has arrived (or, with inject_hang, never does). */
+static bool nvdla_irq_seen(struct nvdla_device *nd)
+{
+	return !READ_ONCE(inject_hang) && atomic_read(&nd->irq_pending);
+}
+
+/*
+ * 1: interrupt; 0: the deadline passed; -EINTR: a fatal signal (the wait is killable, so a
+ * task without a timeout cannot make its process unkillable).
+ */
 int nvdla_glue_wait_irq(void *ctx, u64 deadline_ms, bool forever)
 {
 	struct nvdla_device *nd = ctx;
 	long ret;
 
+	/* A status bit set while the line was masked may not produce a new MSI edge. */
+	if (!READ_ONCE(inject_hang) && nd->intr_status + 4 <= nd->regs_size &&
+	    readl(nd->regs + nd->intr_status))
+		return 1;
 	nvdla_irq_unmask(nd);
 	if (forever) {
-		/* Killable: a task without a timeout must not make its process unkillable. */
-		if (wait_event_killable(nd->irq_wq, atomic_read(&nd->irq_pending)))
-			return 0;
+		if (wait_event_killable(nd->irq_wq, nvdla_irq_seen(nd)))
+			return -EINTR;
 	} else {
 		u64 now = nvdla_glue_now_ms(nd);
 		u64 left = deadline_ms > now ? deadline_ms - now : 0;
 		unsigned long timeout = msecs_to_jiffies(min_t(u64, left, INT_MAX));
 
-		ret = wait_event_killable_timeout(nd->irq_wq, atomic_read(&nd->irq_pending),
-						  timeout);
-		if (ret <= 0 && !atomic_read(&nd->irq_pending))
+		ret = wait_event_killable_timeout(nd->irq_wq, nvdla_irq_seen(nd), timeout);
+		if (ret < 0)
+			return -EINTR;
+		if (ret == 0 && !nvdla_irq_seen(nd))
 			return 0;
 	}
 	atomic_set(&nd->irq_pending, 0);
@@ -251,7 +297,18 @@ void *nvdla_glue_alloc(size_t size, size_t align)
 	 * vmalloc (kvmalloc's fallback) to pages.
 	 */
 	void *p;
+	int n;
 
+	/* Fault injection: the allocation that brings fail_alloc from 1 to 0 fails. */
+	for (n = READ_ONCE(fail_alloc); n > 0; n = READ_ONCE(fail_alloc)) {
+		if (cmpxchg(&fail_alloc, n, n - 1) != n)
+			continue;
+		if (n == 1) {
+			pr_info(DRIVER_NAME ": injected allocation failure (%zu bytes)\n", size);
+			return NULL;
+		}
+		break;
+	}
 	if (align > PAGE_SIZE)
 		return NULL;
 	if (align > ARCH_KMALLOC_MINALIGN)
@@ -450,6 +507,8 @@ static int nvdla_ioctl_submit(struct drm_device *drm, void *data, struct drm_fil
 	struct nvdla_rs_task *tasks;
 	struct nvdla_mem_handle *list;
 	struct dma_buf **held = NULL;
+	struct nvdla_rs_submit *prepared = NULL;
+	u32 default_timeout = READ_ONCE(timeout_ms);
 	unsigned int i, copied = 0;
 	u32 nheld = 0, total = 0;
 	int ret;
@@ -492,10 +551,13 @@ static int nvdla_ioctl_submit(struct drm_device *drm, void *data, struct drm_fil
 		tasks[i].num_addresses = utasks[i].num_addresses;
 		/*
 		 * Upstream's runtime never sets the timeout (0 in every submit, from an
-		 * uninitialised stack array) and opendla.ko ignores it: 0 means none here
-		 * (the wait is killable).
+		 * uninitialised stack array) and opendla.ko ignores it: 0 means none here, as
+		 * 0xffffffff does; such a task gets the timeout_ms parameter (0: none, the wait
+		 * is killable).
 		 */
-		tasks[i].timeout = utasks[i].timeout ? utasks[i].timeout : 0xffffffffu;
+		tasks[i].timeout = utasks[i].timeout;
+		if (!tasks[i].timeout || tasks[i].timeout == 0xffffffffu)
+			tasks[i].timeout = default_timeout ? default_timeout : 0xffffffffu;
 		copied = i + 1;
 		if (copy_from_user(list, u64_to_user_ptr(utasks[i].address_list),
 				   array_size(utasks[i].num_addresses, sizeof(*list)))) {
@@ -507,13 +569,33 @@ static int nvdla_ioctl_submit(struct drm_device *drm, void *data, struct drm_fil
 			goto free_lists;
 	}
 
+	/* 1. Validate and pin (state lock, short). */
 	ret = nvdla_lock(nd);
 	if (ret)
 		goto free_lists;
-	ret = nvdla_rs_submit(nd->rs, nf->client, tasks, args->num_tasks, args->flags,
-			      args->version);
-	/* The last interrupt of the submit left the line masked. */
-	nvdla_irq_unmask(nd);
+	ret = nvdla_rs_submit_prepare(nd->rs, nf->client, tasks, args->num_tasks, args->flags,
+				      args->version, &prepared);
+	mutex_unlock(&nd->lock);
+	if (ret)
+		goto free_lists;
+
+	/*
+	 * 2. Run (hardware lock only): other clients' ioctls, closes, munmaps and dma-buf
+	 * releases proceed meanwhile. Waiting for the hardware lock is interruptible (nothing
+	 * has run: the ioctl restarts); the interrupt wait inside is killable.
+	 */
+	if (mutex_lock_interruptible(&nd->hw_lock)) {
+		ret = -ERESTARTSYS;
+	} else {
+		ret = nvdla_rs_submit_run(nd->rs, prepared);
+		/* The last interrupt of the submit left the line masked. */
+		nvdla_irq_unmask(nd);
+		mutex_unlock(&nd->hw_lock);
+	}
+
+	/* 3. Unpin (state lock; uninterruptible, but it is only ever held briefly). */
+	mutex_lock(&nd->lock);
+	nvdla_rs_submit_finish(nd->rs, prepared);
 	mutex_unlock(&nd->lock);
 
 free_lists:
@@ -720,7 +802,10 @@ static void nvdla_postclose(struct drm_device *drm, struct drm_file *file)
 	struct nvdla_file *nf = file->driver_priv;
 	u32 busy = 0;
 
-	/* Not interruptible: the client's buffers must be freed. */
+	/*
+	 * Not interruptible: the client's buffers must be freed. Prompt even while another
+	 * client's task hangs: the state lock is never held across a wait.
+	 */
 	mutex_lock(&nd->lock);
 	if (nd->rs)
 		busy = nvdla_rs_close_client(nd->rs, nf->client);
@@ -865,6 +950,7 @@ static struct nvdla_device *nvdla_alloc(struct device *dev)
 	nd->dev = dev;
 	nd->irq = -1;
 	mutex_init(&nd->lock);
+	mutex_init(&nd->hw_lock);
 	init_waitqueue_head(&nd->irq_wq);
 	ida_init(&nd->clients);
 	return nd;
@@ -921,10 +1007,13 @@ free_rs:
 static void nvdla_stop(struct nvdla_device *nd)
 {
 	drm_dev_unregister(&nd->drm);
+	/* Waits for a running task (bounded by its timeout, or a kill of its submitter). */
+	mutex_lock(&nd->hw_lock);
 	mutex_lock(&nd->lock);
 	nvdla_rs_free(nd->rs);
 	nd->rs = NULL;
 	mutex_unlock(&nd->lock);
+	mutex_unlock(&nd->hw_lock);
 	nvdla_irq_unmask(nd);
 }
 

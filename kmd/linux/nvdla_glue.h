@@ -2,8 +2,9 @@
 /*
  * The boundary between the C glue (nvdla_drv.c) and the Rust driver core (rust/, linked in
  * as nvdla_rs.o). Rust -> C: the nvdla_glue_* services. C -> Rust: the nvdla_rs_* driver
- * operations, called in process context with the device mutex held; they return 0 or a
- * negative errno. The Rust side is rust/src/{os,ffi,rt,alloc_shim}.rs.
+ * operations, called in process context with the device's state lock held (the hardware lock
+ * for nvdla_rs_submit_run); they return 0 or a negative errno. The Rust side is
+ * rust/src/{os,ffi,rt,alloc_shim}.rs.
  */
 #ifndef NVDLA_GLUE_H
 #define NVDLA_GLUE_H
@@ -12,6 +13,7 @@
 #include "nvdla_uapi.h"
 
 struct nvdla_rs;
+struct nvdla_rs_submit;
 
 /* Hardware configurations (nvdla_rs_new's hw). */
 enum nvdla_hw {
@@ -37,7 +39,7 @@ int nvdla_glue_reg_write(void *ctx, u32 offset, u32 value);
 int nvdla_glue_mem_read(void *ctx, u64 addr, u8 *buf, size_t len);
 int nvdla_glue_mem_write(void *ctx, u64 addr, const u8 *buf, size_t len);
 u64 nvdla_glue_now_ms(void *ctx);
-/* 1: interrupt; 0: deadline passed (or the task was killed). */
+/* 1: interrupt; 0: deadline passed; -EINTR: the waiting task was killed. */
 int nvdla_glue_wait_irq(void *ctx, u64 deadline_ms, bool forever);
 void nvdla_glue_reset(void *ctx);
 void *nvdla_glue_alloc(size_t size, size_t align);
@@ -60,7 +62,12 @@ int nvdla_rs_mmap_release(struct nvdla_rs *rs, u32 client, u32 handle);
 u32 nvdla_rs_close_client(struct nvdla_rs *rs, u32 client);
 int nvdla_rs_check_submit(u16 num_tasks, u16 flags, u32 version);
 int nvdla_rs_check_task(u32 task, u32 num_addresses);
-int nvdla_rs_submit(struct nvdla_rs *rs, u32 client, const struct nvdla_rs_task *tasks,
-		    u16 num_tasks, u16 flags, u32 version);
+/* A submit in three steps: prepare and finish with the state lock, run with the hardware
+ * lock only. finish must follow a successful prepare whatever run did; rs may be NULL there
+ * (device gone). */
+int nvdla_rs_submit_prepare(struct nvdla_rs *rs, u32 client, const struct nvdla_rs_task *tasks,
+			    u16 num_tasks, u16 flags, u32 version, struct nvdla_rs_submit **out);
+int nvdla_rs_submit_run(struct nvdla_rs *rs, const struct nvdla_rs_submit *submit);
+void nvdla_rs_submit_finish(struct nvdla_rs *rs, struct nvdla_rs_submit *submit);
 
 #endif

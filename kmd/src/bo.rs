@@ -15,9 +15,10 @@
 //! last pin is dropped.
 //!
 //! The table only does bookkeeping: the backing memory itself belongs to the OS layer, which
-//! allocates it at the BO's device address.
+//! allocates it at the BO's device address. It is a vector sorted by handle, grown fallibly
+//! (`ENOMEM`) by [`BoTable::create`] only; nothing else allocates.
 
-use alloc::collections::BTreeMap;
+use alloc::vec::Vec;
 use core::num::NonZeroU32;
 
 use crate::error::Error;
@@ -105,7 +106,8 @@ pub struct Bo {
 pub struct BoTable {
     cfg: BoConfig,
     iova: IovaAllocator,
-    bos: BTreeMap<u32, Bo>,
+    /// Live BOs (handle, BO), sorted by handle.
+    bos: Vec<(u32, Bo)>,
     next_handle: u32,
 }
 
@@ -115,7 +117,7 @@ impl BoTable {
         Ok(Self {
             iova: IovaAllocator::new(cfg.iova_base, cfg.iova_size)?,
             cfg,
-            bos: BTreeMap::new(),
+            bos: Vec::new(),
             next_handle: 1,
         })
     }
@@ -140,7 +142,7 @@ impl BoTable {
     /// Checks, in order: `flags` has only known bits (`EINVAL`), `size` is nonzero
     /// (`EINVAL`), `size` is at most `max_bo_size` (`E2BIG`) and does not overflow when
     /// rounded to pages (`EOVERFLOW`), the BO count limit (`ENOMEM`), then device address
-    /// space (`ENOMEM`).
+    /// space and memory for the table (`ENOMEM`).
     pub fn create(&mut self, client: ClientId, size: u64, flags: u32) -> Result<BoHandle, Error> {
         if flags & !BO_FLAGS_KNOWN != 0 {
             log::debug!("bo: create: unknown flags {flags:#x}");
@@ -160,21 +162,46 @@ impl BoTable {
             return Err(Error::NoMemory);
         }
         let handle = self.free_handle().ok_or(Error::NoMemory)?;
+        self.bos.try_reserve(1).map_err(|_| Error::NoMemory)?;
         let iova = self.iova.alloc(iova_len)?;
         let mmap_offset = MMAP_OFFSET_BASE + u64::from(handle.get()) * PAGE_SIZE;
+        let at = self.bos.partition_point(|&(h, _)| h < handle.get());
+        // Within the capacity reserved above: does not allocate.
         self.bos.insert(
-            handle.get(),
-            Bo {
-                owner: client,
-                size,
-                iova,
-                iova_len,
-                mmap_offset,
-                pin_count: 0,
-                orphaned: false,
-            },
+            at,
+            (
+                handle.get(),
+                Bo {
+                    owner: client,
+                    size,
+                    iova,
+                    iova_len,
+                    mmap_offset,
+                    pin_count: 0,
+                    orphaned: false,
+                },
+            ),
         );
         Ok(handle)
+    }
+
+    /// Index of `handle` in the table.
+    fn index(&self, handle: u32) -> Option<usize> {
+        self.bos.binary_search_by_key(&handle, |&(h, _)| h).ok()
+    }
+
+    fn get(&self, handle: u32) -> Option<&Bo> {
+        self.index(handle).map(|i| &self.bos[i].1)
+    }
+
+    fn get_mut(&mut self, handle: u32) -> Option<&mut Bo> {
+        self.index(handle).map(|i| &mut self.bos[i].1)
+    }
+
+    fn remove(&mut self, handle: u32) {
+        if let Some(i) = self.index(handle) {
+            self.bos.remove(i);
+        }
     }
 
     /// Next unused nonzero handle, searching from `next_handle` and wrapping.
@@ -183,7 +210,7 @@ impl BoTable {
         for _ in 0..=self.bos.len() {
             let h = self.next_handle;
             self.next_handle = self.next_handle.wrapping_add(1).max(1);
-            if !self.bos.contains_key(&h) {
+            if self.index(h).is_none() {
                 return BoHandle::new(h);
             }
         }
@@ -193,14 +220,14 @@ impl BoTable {
     /// The BO `handle` of `client`; `ENOENT` if it does not exist or belongs to another
     /// client (the two are indistinguishable to the caller on purpose).
     pub fn lookup(&self, client: ClientId, handle: u32) -> Result<&Bo, Error> {
-        match self.bos.get(&handle) {
+        match self.get(handle) {
             Some(bo) if bo.owner == client && !bo.orphaned => Ok(bo),
             _ => Err(Error::NoEntry),
         }
     }
 
     fn lookup_mut(&mut self, client: ClientId, handle: u32) -> Result<&mut Bo, Error> {
-        match self.bos.get_mut(&handle) {
+        match self.get_mut(handle) {
             Some(bo) if bo.owner == client && !bo.orphaned => Ok(bo),
             _ => Err(Error::NoEntry),
         }
@@ -234,27 +261,28 @@ impl BoTable {
             return Err(Error::Busy);
         }
         self.iova.free(bo.iova, bo.iova_len)?;
-        self.bos.remove(&handle);
+        self.remove(handle);
         Ok(bo)
     }
 
     /// Destroys every BO of a client (its device file was closed). Pinned BOs become
     /// orphans, freed by their last [`unpin`](Self::unpin); their count is returned.
+    /// Never allocates (it runs on the file-release path, which cannot fail).
     pub fn release_client(&mut self, client: ClientId) -> usize {
-        let handles: alloc::vec::Vec<u32> = self
-            .bos
-            .iter()
-            .filter(|(_, bo)| bo.owner == client && !bo.orphaned)
-            .map(|(&h, _)| h)
-            .collect();
         let mut orphans = 0;
-        for h in handles {
-            if self.destroy(client, h).is_err() {
-                if let Some(bo) = self.bos.get_mut(&h) {
-                    bo.orphaned = true;
-                    orphans += 1;
-                }
+        let mut i = 0;
+        while i < self.bos.len() {
+            let (h, bo) = self.bos[i];
+            if bo.owner != client || bo.orphaned {
+                i += 1;
+                continue;
             }
+            if self.destroy(client, h).is_ok() {
+                continue; // removed: the next BO is now at `i`
+            }
+            self.bos[i].1.orphaned = true;
+            orphans += 1;
+            i += 1;
         }
         orphans
     }
@@ -270,14 +298,14 @@ impl BoTable {
     /// Drops one pin; `EINVAL` if the BO is not pinned. This also reaches the client's
     /// orphans, and frees an orphan when its last pin goes.
     pub fn unpin(&mut self, client: ClientId, handle: u32) -> Result<(), Error> {
-        let bo = match self.bos.get_mut(&handle) {
+        let bo = match self.get_mut(handle) {
             Some(bo) if bo.owner == client => bo,
             _ => return Err(Error::NoEntry),
         };
         bo.pin_count = bo.pin_count.checked_sub(1).ok_or(Error::Invalid)?;
         if bo.orphaned && bo.pin_count == 0 {
             let (iova, len) = (bo.iova, bo.iova_len);
-            self.bos.remove(&handle);
+            self.remove(handle);
             self.iova.free(iova, len)?;
         }
         Ok(())
@@ -285,14 +313,14 @@ impl BoTable {
 
     /// Number of orphaned BOs (see the module documentation).
     pub fn orphans(&self) -> usize {
-        self.bos.values().filter(|bo| bo.orphaned).count()
+        self.bos.iter().filter(|(_, bo)| bo.orphaned).count()
     }
 
     /// Iterates over live BOs as (handle, BO), in handle order.
     pub fn iter(&self) -> impl Iterator<Item = (BoHandle, &Bo)> + '_ {
         self.bos
             .iter()
-            .filter_map(|(&h, bo)| BoHandle::new(h).map(|h| (h, bo)))
+            .filter_map(|(h, bo)| BoHandle::new(*h).map(|h| (h, bo)))
     }
 }
 

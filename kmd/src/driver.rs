@@ -7,6 +7,13 @@
 //! anything runs ([`crate::submit::validate`]), its buffers are pinned while it runs (so a
 //! concurrent destroy gets `EBUSY` instead of freeing memory the hardware still uses), and
 //! its tasks run in order; the first failing task ends the submit.
+//!
+//! A submit is three steps, so that a host with threads need not hold one lock while a task
+//! runs: [`begin_submit`] (validate and pin, on the [`BoTable`]), [`Runner::run`] (the
+//! hardware: firmware, host services and the interrupt waits, nothing of the table) and
+//! [`end_submit`] (unpin). [`Kmd::into_parts`] hands the two halves out separately; the Linux
+//! module guards them with two locks, so closing a file, unmapping or releasing a dma-buf
+//! never waits for a running task.
 
 use alloc::boxed::Box;
 use core::fmt;
@@ -15,9 +22,10 @@ use nvdla_firmware::{Engine, HwConfig};
 
 use crate::bo::{Bo, BoConfig, BoHandle, BoTable, ClientId};
 use crate::error::Error;
+use crate::fallible;
 use crate::job::{self, JobError};
 use crate::os::KmdOs;
-use crate::submit::{validate, SubmitDesc, SubmitError};
+use crate::submit::{validate, SubmitDesc, SubmitError, ValidatedSubmit};
 
 /// Why a submit failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,27 +73,16 @@ pub struct SubmitReport {
     pub interrupts: u32,
 }
 
-/// The kernel-mode driver of one NVDLA.
-pub struct Kmd<O: KmdOs> {
+/// The hardware half of a driver: the firmware's scheduler and the host services. It runs
+/// validated submits and touches no buffer bookkeeping.
+pub struct Runner<O: KmdOs> {
     os: O,
-    bos: BoTable,
-    engine: Box<Engine>,
+    /// On the heap (it is a few KiB), allocated fallibly.
+    engine: Box<[Engine; 1]>,
 }
 
-impl<O: KmdOs> Kmd<O> {
-    /// A driver for hardware `hw` reached through `os`, with the device-address window and
-    /// limits of `bos`. Resets the hardware. `EINVAL` if the window is invalid.
-    pub fn new(mut os: O, hw: HwConfig, bos: BoConfig) -> Result<Self, Error> {
-        let bos = BoTable::new(bos)?;
-        os.reset();
-        Ok(Self {
-            os,
-            bos,
-            engine: Box::new(Engine::new(hw)),
-        })
-    }
-
-    /// The host services (e.g. to reach a hardware model's memory).
+impl<O: KmdOs> Runner<O> {
+    /// The host services.
     pub fn os(&self) -> &O {
         &self.os
     }
@@ -97,7 +94,98 @@ impl<O: KmdOs> Kmd<O> {
 
     /// The hardware configuration the firmware programs.
     pub fn hw_config(&self) -> &HwConfig {
-        self.engine.config()
+        self.engine[0].config()
+    }
+
+    /// Runs the tasks of a submit prepared by [`begin_submit`], in order, waiting for each;
+    /// the first failing task ends it. Allocates nothing on success.
+    pub fn run(&mut self, submit: &ValidatedSubmit) -> Result<SubmitReport, SubmitFailure> {
+        let mut report = SubmitReport::default();
+        for (i, task) in submit.tasks.iter().enumerate() {
+            match job::run(
+                &mut self.engine[0],
+                &mut self.os,
+                &task.addresses,
+                task.timeout,
+            ) {
+                Ok(n) => {
+                    report.tasks += 1;
+                    report.interrupts += n;
+                }
+                Err(error) => {
+                    log::warn!("submit: task {i} failed: {error}");
+                    return Err(SubmitFailure::Task { task: i, error });
+                }
+            }
+        }
+        Ok(report)
+    }
+}
+
+/// SUBMIT, first step: validates `desc` for `client` against `bos` and pins every buffer it
+/// uses (so none can be destroyed while it runs). Nothing runs yet; the caller must hand the
+/// result to [`end_submit`] whatever happens next.
+pub fn begin_submit(
+    bos: &mut BoTable,
+    client: ClientId,
+    desc: &SubmitDesc<'_>,
+) -> Result<ValidatedSubmit, SubmitFailure> {
+    let submit = validate(bos, client, desc).map_err(SubmitFailure::Rejected)?;
+    submit.pin(bos).map_err(SubmitFailure::Pin)?;
+    Ok(submit)
+}
+
+/// SUBMIT, last step: drops the pins [`begin_submit`] took (a buffer whose owner closed its
+/// file meanwhile is freed here). Never allocates, never fails.
+pub fn end_submit(bos: &mut BoTable, submit: &ValidatedSubmit) {
+    // Cannot fail: the pins were taken by `begin_submit` and nothing else drops them.
+    let _ = submit.unpin(bos);
+}
+
+/// The kernel-mode driver of one NVDLA.
+pub struct Kmd<O: KmdOs> {
+    bos: BoTable,
+    runner: Runner<O>,
+}
+
+impl<O: KmdOs> Kmd<O> {
+    /// A driver for hardware `hw` reached through `os`, with the device-address window and
+    /// limits of `bos`. Resets the hardware. `EINVAL` if the window is invalid, `ENOMEM` if
+    /// the driver's state cannot be allocated.
+    pub fn new(mut os: O, hw: HwConfig, bos: BoConfig) -> Result<Self, Error> {
+        let bos = BoTable::new(bos)?;
+        let engine = fallible::try_box_with(|| Engine::new(hw))?;
+        os.reset();
+        Ok(Self {
+            bos,
+            runner: Runner { os, engine },
+        })
+    }
+
+    /// The two halves: the buffer table (what every ioctl but the run of a submit needs)
+    /// and the hardware runner, for a host that guards them separately.
+    pub fn into_parts(self) -> (BoTable, Runner<O>) {
+        (self.bos, self.runner)
+    }
+
+    /// Both halves, mutably.
+    pub fn parts_mut(&mut self) -> (&mut BoTable, &mut Runner<O>) {
+        (&mut self.bos, &mut self.runner)
+    }
+
+    /// The host services (e.g. to reach a hardware model's memory).
+    pub fn os(&self) -> &O {
+        self.runner.os()
+    }
+
+    /// The host services, mutable.
+    pub fn os_mut(&mut self) -> &mut O {
+        self.runner.os_mut()
+    }
+
+    /// The hardware configuration the firmware programs.
+    pub fn hw_config(&self) -> &HwConfig {
+        self.runner.hw_config()
     }
 
     /// All live buffer objects.
@@ -155,30 +243,9 @@ impl<O: KmdOs> Kmd<O> {
         client: ClientId,
         desc: &SubmitDesc<'_>,
     ) -> Result<SubmitReport, SubmitFailure> {
-        let submit = validate(&self.bos, client, desc).map_err(SubmitFailure::Rejected)?;
-        submit.pin(&mut self.bos).map_err(SubmitFailure::Pin)?;
-        let mut report = SubmitReport::default();
-        let mut result = Ok(());
-        for (i, task) in submit.tasks.iter().enumerate() {
-            match job::run(
-                &mut self.engine,
-                &mut self.os,
-                &task.addresses,
-                task.timeout,
-            ) {
-                Ok(n) => {
-                    report.tasks += 1;
-                    report.interrupts += n;
-                }
-                Err(error) => {
-                    log::warn!("submit: task {i} failed: {error}");
-                    result = Err(SubmitFailure::Task { task: i, error });
-                    break;
-                }
-            }
-        }
-        // Cannot fail: the pins were taken above and nothing else drops them.
-        let _ = submit.unpin(&mut self.bos);
-        result.map(|()| report)
+        let submit = begin_submit(&mut self.bos, client, desc)?;
+        let result = self.runner.run(&submit);
+        end_submit(&mut self.bos, &submit);
+        result
     }
 }

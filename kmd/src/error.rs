@@ -29,11 +29,13 @@ pub enum Error {
     Overflow,
     /// `ETIMEDOUT`: a task did not complete within its timeout.
     TimedOut,
+    /// `EINTR`: the submitter was killed while its task ran; the task was abandoned.
+    Interrupted,
 }
 
 impl Error {
     /// Every variant, for tables and tests.
-    pub const ALL: [Error; 10] = [
+    pub const ALL: [Error; 11] = [
         Error::NotPermitted,
         Error::NoEntry,
         Error::Io,
@@ -44,6 +46,7 @@ impl Error {
         Error::Invalid,
         Error::Overflow,
         Error::TimedOut,
+        Error::Interrupted,
     ];
 
     /// The positive Linux errno value (asm-generic numbering, shared by x86, arm, arm64 and
@@ -60,6 +63,7 @@ impl Error {
             Error::Invalid => 22,
             Error::Overflow => 75,
             Error::TimedOut => 110,
+            Error::Interrupted => 4,
         }
     }
 
@@ -76,6 +80,7 @@ impl Error {
             Error::Invalid => "EINVAL",
             Error::Overflow => "EOVERFLOW",
             Error::TimedOut => "ETIMEDOUT",
+            Error::Interrupted => "EINTR",
         }
     }
 
@@ -107,6 +112,7 @@ mod tests {
         assert_eq!(Error::TooBig.errno(), 7);
         assert_eq!(Error::TimedOut.errno(), 110);
         assert_eq!(Error::Fault.errno(), 14);
+        assert_eq!(Error::Interrupted.errno(), 4);
     }
 
     #[test]

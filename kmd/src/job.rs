@@ -20,7 +20,12 @@ use nvdla_firmware::hw::{DeviceAddr, Hw, Region};
 use nvdla_firmware::{Engine, EngineStatus, HwError, Progress};
 
 use crate::error::Error;
+use crate::fallible;
 use crate::os::{HwFault, HwFaultKind, KmdOs, Wait};
+
+/// The engine's state for a failure report, on the heap; `None` when even that small
+/// allocation fails (the report then omits the state, the errno is unchanged).
+pub type StatusReport = Option<Box<[EngineStatus; 1]>>;
 
 /// Timeout value meaning "wait forever" (`u32::MAX` milliseconds, as upstream).
 pub const NO_TIMEOUT: u32 = u32::MAX;
@@ -36,7 +41,15 @@ pub enum JobError {
         /// Milliseconds waited.
         waited_ms: u64,
         /// The scheduler's view: which operations were programmed, running, done.
-        status: Box<EngineStatus>,
+        status: StatusReport,
+    },
+    /// The submitter was killed while waiting ([`Wait::Interrupted`]); the task was
+    /// abandoned.
+    Interrupted {
+        /// Milliseconds from the start of the task.
+        after_ms: u64,
+        /// The scheduler's view when it was abandoned.
+        status: StatusReport,
     },
     /// The hardware reported an error ([`Wait::Fault`]); the engine state when it stopped.
     HardwareFault {
@@ -45,7 +58,7 @@ pub enum JobError {
         /// Milliseconds from the start of the task.
         after_ms: u64,
         /// The scheduler's view: which operations were programmed, running, done.
-        status: Box<EngineStatus>,
+        status: StatusReport,
     },
 }
 
@@ -59,6 +72,7 @@ impl JobError {
         use nvdla_firmware::Error as F;
         match self {
             JobError::TimedOut { .. } => Error::TimedOut,
+            JobError::Interrupted { .. } => Error::Interrupted,
             JobError::HardwareFault { fault, .. } => match fault.kind {
                 HwFaultKind::InvalidProgramming => Error::Invalid,
                 HwFaultKind::Memory => Error::Fault,
@@ -79,11 +93,11 @@ impl fmt::Display for JobError {
         match self {
             JobError::Firmware(e) => write!(f, "firmware: {e}"),
             JobError::TimedOut { waited_ms, status } => {
-                write!(
-                    f,
-                    "timed out after {waited_ms} ms with {} of {} operations done",
-                    status.done, status.total
-                )?;
+                write!(f, "timed out after {waited_ms} ms")?;
+                write_engine_state(f, status)
+            }
+            JobError::Interrupted { after_ms, status } => {
+                write!(f, "abandoned after {after_ms} ms: the submitter was killed")?;
                 write_engine_state(f, status)
             }
             JobError::HardwareFault {
@@ -91,20 +105,25 @@ impl fmt::Display for JobError {
                 after_ms,
                 status,
             } => {
-                write!(
-                    f,
-                    "{}; the task stopped after {after_ms} ms with {} of {} operations done",
-                    fault.detail, status.done, status.total
-                )?;
+                write!(f, "{}; the task stopped after {after_ms} ms", fault.detail)?;
                 write_engine_state(f, status)
             }
         }
     }
 }
 
-/// Appends the per-processor group state of `status` (`; SDP: g0 op 3 running, g1 op 5
-/// programmed`), naming only processors that hold an operation.
-fn write_engine_state(f: &mut fmt::Formatter<'_>, status: &EngineStatus) -> fmt::Result {
+/// Appends ` with D of T operations done` and the per-processor group state of `status`
+/// (`; SDP: g0 op 3 running, g1 op 5 programmed`), naming only processors that hold an
+/// operation.
+fn write_engine_state(f: &mut fmt::Formatter<'_>, status: &StatusReport) -> fmt::Result {
+    let Some([status]) = status.as_deref() else {
+        return write!(f, " (engine state not recorded: out of memory)");
+    };
+    write!(
+        f,
+        " with {} of {} operations done",
+        status.done, status.total
+    )?;
     const NAMES: [&str; 6] = ["BDMA", "CONV", "SDP", "PDP", "CDP", "RUBIK"];
     for (name, groups) in NAMES.iter().zip(status.groups.iter()) {
         if groups.iter().all(|g| g.op.is_none()) {
@@ -207,24 +226,38 @@ fn drive<O: KmdOs, const N: usize>(
         match os.wait_for_interrupt(deadline) {
             Wait::Interrupt => {}
             Wait::TimedOut => {
-                let status = Box::new(engine.status());
+                let s = engine.status();
                 let waited_ms = os.now_ms().saturating_sub(start);
                 log::error!(
                     "task timed out after {waited_ms} ms ({} of {} operations done)",
-                    status.done,
-                    status.total
+                    s.done,
+                    s.total
                 );
+                let status = fallible::try_box(s).ok();
                 return Err(JobError::TimedOut { waited_ms, status });
             }
+            Wait::Interrupted => {
+                let s = engine.status();
+                let after_ms = os.now_ms().saturating_sub(start);
+                log::warn!(
+                    "task abandoned after {after_ms} ms: the submitter was killed ({} of {} \
+                     operations done)",
+                    s.done,
+                    s.total
+                );
+                let status = fallible::try_box(s).ok();
+                return Err(JobError::Interrupted { after_ms, status });
+            }
             Wait::Fault(fault) => {
-                let status = Box::new(engine.status());
+                let s = engine.status();
                 let after_ms = os.now_ms().saturating_sub(start);
                 log::error!(
                     "hardware fault after {after_ms} ms ({} of {} operations done): {}",
-                    status.done,
-                    status.total,
+                    s.done,
+                    s.total,
                     fault.detail
                 );
+                let status = fallible::try_box(s).ok();
                 return Err(JobError::HardwareFault {
                     fault,
                     after_ms,

@@ -15,7 +15,9 @@
 //! - [`os`]: [`os::KmdOs`], the host services (registers, device memory, clock, interrupt
 //!   wait, reset) the driver needs;
 //! - [`job`]: running one task through the firmware with its timeout, reset and diagnosis;
-//! - [`driver`]: [`Kmd`], the four `opendla` operations over one NVDLA.
+//! - [`driver`]: [`Kmd`], the four `opendla` operations over one NVDLA;
+//! - [`fallible`]: allocation that answers `ENOMEM` instead of aborting: the core never
+//!   calls an infallible allocating API (in a kernel, a failed allocation must not panic).
 #![cfg_attr(not(feature = "std"), no_std)]
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -25,11 +27,12 @@ extern crate alloc;
 pub mod bo;
 pub mod driver;
 pub mod error;
+pub mod fallible;
 pub mod iova;
 pub mod job;
 pub mod os;
 pub mod submit;
 
-pub use driver::{Kmd, SubmitFailure, SubmitReport};
+pub use driver::{begin_submit, end_submit, Kmd, Runner, SubmitFailure, SubmitReport};
 pub use error::Error;
 pub use os::{HwFault, HwFaultKind, KmdOs, Wait};

@@ -19,6 +19,9 @@ pub enum Wait {
     /// The deadline passed (or, on a model, no interrupt can ever arrive although nothing
     /// failed) with the line low.
     TimedOut,
+    /// The waiting process was killed (a fatal signal): the task is abandoned at once and
+    /// fails with `EINTR`.
+    Interrupted,
     /// The accelerator reported an error instead of completing, so no interrupt will come:
     /// the task fails at once with the fault's errno, not as a timeout.
     Fault(HwFault),
@@ -58,6 +61,8 @@ pub struct HwFault {
 ///   (immediately if it already is), [`Wait::Fault`] as soon as the hardware reports an
 ///   error that ends the task, and [`Wait::TimedOut`] no earlier than `deadline_ms`
 ///   (`None` waits forever, unless the implementation knows no interrupt can come);
+/// - a wait may end early with [`Wait::Interrupted`] when the host kills the waiting task
+///   (on Linux, a fatal signal: the wait is killable);
 /// - `reset` returns the accelerator to its reset state (every engine idle, register
 ///   groups cleared, interrupts deasserted) and leaves device memory untouched.
 pub trait KmdOs {

@@ -19,6 +19,7 @@ use core::fmt;
 
 use crate::bo::{BoTable, ClientId};
 use crate::error::Error;
+use crate::fallible;
 use nvdla_firmware::hw::Region;
 
 /// Most tasks in one submit (`NVDLA_MAX_TASKS_PER_SUBMIT`).
@@ -86,6 +87,8 @@ pub enum Reason {
     OffsetOutOfRange,
     /// `iova + offset` overflows (cannot happen with a sane window; checked anyway).
     AddressOverflow,
+    /// The kernel could not allocate the translated submit (`ENOMEM`).
+    NoMemory,
 }
 
 impl Reason {
@@ -95,6 +98,7 @@ impl Reason {
             Reason::TooManyTasks | Reason::TooManyAddresses => Error::TooBig,
             Reason::UnknownHandle => Error::NoEntry,
             Reason::AddressOverflow => Error::Overflow,
+            Reason::NoMemory => Error::NoMemory,
             Reason::NoTasks
             | Reason::UnknownFlags
             | Reason::BadVersion
@@ -215,6 +219,8 @@ pub struct ValidatedSubmit {
     pub flags: u16,
     /// The tasks, in order.
     pub tasks: Vec<ValidatedTask>,
+    /// The distinct buffer handles of all tasks, sorted (what [`pin`](Self::pin) pins).
+    all_buffers: Vec<u32>,
 }
 
 fn reject(reason: Reason, task: usize, entry: usize) -> SubmitError {
@@ -228,7 +234,8 @@ fn reject(reason: Reason, task: usize, entry: usize) -> SubmitError {
 }
 
 /// Validates `desc` for `client` against the buffers in `table` and translates every
-/// address-list entry (see the module documentation for the order of checks).
+/// address-list entry (see the module documentation for the order of checks). Allocates
+/// fallibly: out of memory is [`Reason::NoMemory`].
 pub fn validate(
     table: &BoTable,
     client: ClientId,
@@ -255,10 +262,13 @@ pub fn validate(
         }
     }
     // 3. Offsets, and translation.
-    let mut tasks = Vec::with_capacity(desc.tasks.len());
+    let oom = |_| SubmitError::whole(Reason::NoMemory);
+    let mut tasks = fallible::vec_with_capacity(desc.tasks.len()).map_err(oom)?;
+    let total: usize = desc.tasks.iter().map(|t| t.addresses.len()).sum();
+    let mut all_buffers = fallible::vec_with_capacity(total).map_err(oom)?;
     for (t, task) in desc.tasks.iter().enumerate() {
-        let mut addresses = Vec::with_capacity(task.addresses.len());
-        let mut buffers = Vec::new();
+        let mut addresses = fallible::vec_with_capacity(task.addresses.len()).map_err(oom)?;
+        let mut buffers = fallible::vec_with_capacity(task.addresses.len()).map_err(oom)?;
         for (i, a) in task.addresses.iter().enumerate() {
             let bo = table
                 .lookup(client, a.handle)
@@ -278,30 +288,27 @@ pub fn validate(
         }
         buffers.sort_unstable();
         buffers.dedup();
+        all_buffers.extend_from_slice(&buffers);
         tasks.push(ValidatedTask {
             timeout: task.timeout,
             addresses,
             buffers,
         });
     }
+    all_buffers.sort_unstable();
+    all_buffers.dedup();
     Ok(ValidatedSubmit {
         client,
         flags: desc.flags,
         tasks,
+        all_buffers,
     })
 }
 
 impl ValidatedSubmit {
     /// Distinct handles used by any task, sorted.
-    pub fn buffers(&self) -> Vec<u32> {
-        let mut all: Vec<u32> = self
-            .tasks
-            .iter()
-            .flat_map(|t| t.buffers.iter().copied())
-            .collect();
-        all.sort_unstable();
-        all.dedup();
-        all
+    pub fn buffers(&self) -> &[u32] {
+        &self.all_buffers
     }
 
     /// Pins every buffer the submit uses (call before starting it). On failure nothing stays
@@ -323,7 +330,7 @@ impl ValidatedSubmit {
     /// Drops the pins taken by [`pin`](Self::pin) (call when the submit has ended).
     pub fn unpin(&self, table: &mut BoTable) -> Result<(), Error> {
         let mut result = Ok(());
-        for h in self.buffers() {
+        for &h in self.buffers() {
             if let Err(e) = table.unpin(self.client, h) {
                 result = Err(e);
             }
@@ -520,7 +527,7 @@ mod tests {
         let a2 = t.create(A, 8, 0).unwrap().get();
         let list = [mh(a, 0), mh(a2, 4), mh(a, 8)];
         let v = run(&t, 0, 0, &one_task(&list)).unwrap();
-        assert_eq!(v.buffers(), vec![a, a2]);
+        assert_eq!(v.buffers(), [a, a2]);
         v.pin(&mut t).unwrap();
         assert_eq!(
             t.lookup(A, a).unwrap().pin_count,

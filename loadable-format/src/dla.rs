@@ -53,6 +53,11 @@ use crate::codec::{ByteReader, ByteWriter, DecodeError, Descriptor, EncodeError}
 pub(crate) trait Field: Sized {
     /// Bytes the field occupies in the packed layout.
     const LEN: usize;
+    /// The in-memory representation is the packed little-endian one: `size_of` is
+    /// [`Field::LEN`], every bit pattern is a valid value, and (for structs) the fields
+    /// sit at their packed offsets. Such fields are decoded by one copy
+    /// ([`crate::codec::copy_plain`]) instead of field by field.
+    const PLAIN: bool = false;
     /// Read the field at the reader's position.
     fn read(r: &mut ByteReader<'_>) -> Self;
     /// Write the field at the writer's position.
@@ -63,6 +68,7 @@ macro_rules! scalar_field {
     ($($ty:ty => $method:ident),* $(,)?) => {$(
         impl Field for $ty {
             const LEN: usize = core::mem::size_of::<$ty>();
+            const PLAIN: bool = cfg!(target_endian = "little");
             fn read(r: &mut ByteReader<'_>) -> Self {
                 r.$method()
             }
@@ -87,6 +93,7 @@ scalar_field!(
 
 impl<T: Field + Copy + Default, const N: usize> Field for [T; N] {
     const LEN: usize = T::LEN * N;
+    const PLAIN: bool = T::PLAIN;
     fn read(r: &mut ByteReader<'_>) -> Self {
         let mut out = [T::default(); N];
         for slot in out.iter_mut() {
@@ -114,6 +121,7 @@ macro_rules! descriptor {
         }
     ) => {
         $(#[$meta])*
+        #[repr(C)]
         pub struct $name {
             $( $(#[$fmeta])* pub $field: $ty, )*
         }
@@ -121,6 +129,24 @@ macro_rules! descriptor {
         impl $name {
             /// Bytes covered by the declared fields (the rest is padding).
             const FIELD_BYTES: usize = 0 $( + <$ty as $crate::dla::Field>::LEN )*;
+
+            /// Every field is plain and at its packed offset (`#[repr(C)]` adds no
+            /// padding between them): the first `FIELD_BYTES` bytes of the value are
+            /// the packed layout, so decoding is one copy.
+            const PLAIN_FIELDS: bool = {
+                #[allow(unused_mut)]
+                let mut ok = true;
+                #[allow(unused_mut)]
+                let mut off = 0usize;
+                $(
+                    ok = ok
+                        && <$ty as $crate::dla::Field>::PLAIN
+                        && core::mem::offset_of!($name, $field) == off;
+                    off += <$ty as $crate::dla::Field>::LEN;
+                )*
+                ok && off == Self::FIELD_BYTES
+                    && core::mem::size_of::<$name>() >= Self::FIELD_BYTES
+            };
         }
 
         const _: () = assert!($name::FIELD_BYTES <= $size, "fields exceed the C size");
@@ -137,6 +163,27 @@ macro_rules! descriptor {
                 value
             }
 
+            fn decode_from(
+                bytes: &[u8],
+            ) -> Result<Self, $crate::codec::DecodeError> {
+                match bytes.get(..$size) {
+                    // SAFETY: `PLAIN_FIELDS` (see `copy_plain`).
+                    #[allow(unsafe_code)]
+                    Some(window) if Self::PLAIN_FIELDS => Ok(unsafe {
+                        $crate::codec::copy_plain::<Self>(&window[..Self::FIELD_BYTES])
+                    }),
+                    Some(window) => {
+                        let mut r = $crate::codec::ByteReader::new(window);
+                        Ok(<Self as $crate::codec::Descriptor>::decode(&mut r))
+                    }
+                    None => Err($crate::codec::DecodeError {
+                        descriptor: $cname,
+                        needed: $size,
+                        available: bytes.len(),
+                    }),
+                }
+            }
+
             fn encode(&self, w: &mut $crate::codec::ByteWriter<'_>) {
                 $( $crate::dla::Field::write(&self.$field, w); )*
                 w.zeros($size - Self::FIELD_BYTES);
@@ -145,6 +192,8 @@ macro_rules! descriptor {
 
         impl $crate::dla::Field for $name {
             const LEN: usize = $size;
+            const PLAIN: bool =
+                Self::PLAIN_FIELDS && core::mem::size_of::<$name>() == $size;
             fn read(r: &mut $crate::codec::ByteReader<'_>) -> Self {
                 <Self as $crate::codec::Descriptor>::decode(r)
             }
@@ -2115,6 +2164,9 @@ mod tests {
         let mut out = [0u8; 1024];
         decoded.encode_into(&mut out[..D::SIZE]).unwrap();
         assert_eq!(&out[..D::SIZE], input, "{} round trip", D::NAME);
+        // `decode_from` (one copy where the layout allows) equals the field-by-field codec.
+        let mut r = ByteReader::new(input);
+        assert_eq!(D::decode(&mut r), decoded, "{} copy decoding", D::NAME);
         assert_eq!(D::decode_from(&out[..D::SIZE]).unwrap(), decoded);
         // Extra trailing bytes are ignored.
         assert_eq!(D::decode_from(&bytes).unwrap(), decoded);
@@ -2131,6 +2183,23 @@ mod tests {
         assert!(D::decode_from(&[]).is_err());
         let err = decoded.encode_into(&mut out[..D::SIZE - 1]).unwrap_err();
         assert_eq!((err.needed, err.available), (D::SIZE, D::SIZE - 1));
+    }
+
+    /// The descriptors the firmware reads decode by one copy on little-endian targets
+    /// (their code size depends on it).
+    #[test]
+    #[cfg(target_endian = "little")]
+    fn firmware_descriptors_decode_by_copy() {
+        assert!(NetworkDesc::PLAIN_FIELDS);
+        assert!(CommonOpDesc::PLAIN_FIELDS);
+        assert!(RoiDesc::PLAIN_FIELDS);
+        assert!(BdmaSurfaceDesc::PLAIN_FIELDS);
+        assert!(ConvOpDesc::PLAIN_FIELDS && ConvSurfaceDesc::PLAIN_FIELDS);
+        assert!(SdpOpDesc::PLAIN_FIELDS && SdpSurfaceDesc::PLAIN_FIELDS);
+        assert!(PdpOpDesc::PLAIN_FIELDS && PdpSurfaceDesc::PLAIN_FIELDS);
+        assert!(CdpOpDesc::PLAIN_FIELDS && CdpSurfaceDesc::PLAIN_FIELDS);
+        assert!(RubikOpDesc::PLAIN_FIELDS && RubikSurfaceDesc::PLAIN_FIELDS);
+        assert!(LutParam::PLAIN_FIELDS);
     }
 
     // Expected sizes were measured with g++ (x86-64) on the upstream header:

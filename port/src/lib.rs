@@ -13,12 +13,12 @@
 //!
 //! Backends implement [`device::Device`]:
 //!
-//! - [`vp`]: the in-process backend: our KMD and firmware driving the virtual platform's
-//!   hardware model;
+//! - `vp` (Cargo feature `vp`, default): the in-process backend: our KMD and firmware
+//!   driving the virtual platform's hardware model;
 //! - [`linux`]: a kernel module (upstream `opendla.ko` or one with its ABI) through its DRM
 //!   render node;
-//! - [`socket`]: a KMD daemon ([`daemon`]) in another process, over a Unix socket speaking
-//!   [`wire`], with buffers in shared memory ([`shm`]).
+//! - [`socket`]: a KMD daemon (`daemon`, feature `vp`) in another process, over a Unix
+//!   socket speaking [`wire`], with buffers in shared memory ([`shm`]).
 //!
 //! `unsafe` is denied except in the modules that must call `mmap`, `ioctl` or take over
 //! received file descriptors ([`shm`], [`linux`], [`socket`]); each block says why it is
@@ -26,11 +26,32 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+#[cfg(feature = "vp")]
 pub mod daemon;
 pub mod device;
 pub mod linux;
 pub mod shm;
 pub mod socket;
 pub mod uapi;
+#[cfg(feature = "vp")]
 pub mod vp;
 pub mod wire;
+
+/// A published NVDLA build by name (`--config`; [`nvdla_hw::Build`]): what the virtual
+/// platform models (`vp::VpConfig` converts both ways) and a daemon serves. Real hardware
+/// reports its own.
+pub use nvdla_hw::Build;
+
+/// [`Build`] from a command line or a daemon's `HELLO`, with a message naming the choices.
+pub fn parse_build(s: &str) -> Result<Build, String> {
+    s.parse().map_err(|e| match e {
+        nvdla_hw::SelectError::Unknown => {
+            let names: Vec<&str> = nvdla_hw::Config::names().collect();
+            format!(
+                "unknown config '{s}' (expected one of {})",
+                names.join(", ")
+            )
+        }
+        e => e.to_string(),
+    })
+}

@@ -100,6 +100,20 @@ impl VpConfig {
     }
 }
 
+/// The build a configuration models ([`crate::Build`], the runtime's `--config`).
+impl From<VpConfig> for nvdla_hw::Build {
+    fn from(c: VpConfig) -> Self {
+        nvdla_hw::Build::ALL[c as usize]
+    }
+}
+
+/// The model of a build: every published build has one.
+impl From<nvdla_hw::Build> for VpConfig {
+    fn from(b: nvdla_hw::Build) -> Self {
+        VpConfig::ALL[b as usize]
+    }
+}
+
 impl fmt::Display for VpConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
@@ -419,6 +433,15 @@ mod tests {
             .parse::<VpConfig>()
             .unwrap_err()
             .contains("nv_small_256_full"));
+    }
+
+    #[test]
+    fn every_build_has_a_model() {
+        for (c, b) in VpConfig::ALL.into_iter().zip(nvdla_hw::Build::ALL) {
+            assert_eq!(VpConfig::from(b), c);
+            assert_eq!(nvdla_hw::Build::from(c), b);
+            assert_eq!(c.hw(), b.hw());
+        }
     }
 
     #[test]

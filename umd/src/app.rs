@@ -117,7 +117,7 @@ fn parse_kind(s: &str) -> Result<DeviceKind, String> {
 }
 
 fn parse_config(s: &str) -> Result<HwConfig, String> {
-    s.parse()
+    nvdla_port::parse_build(s)
 }
 
 impl Args {

@@ -18,6 +18,7 @@ use std::str::FromStr;
 use nvdla_port::device::{BufferAddress, BufferHandle, Device, DeviceError, Operation, Task};
 use nvdla_port::linux::LinuxDevice;
 use nvdla_port::socket::SocketDevice;
+#[cfg(feature = "vp")]
 use nvdla_port::vp::VpDevice;
 use thiserror::Error;
 
@@ -62,15 +63,15 @@ impl FromStr for DeviceKind {
     }
 }
 
-/// Hardware configuration of the accelerator (`--config`): the configurations the
-/// virtual platform models, which are also the builds of the hardware.
-pub use nvdla_port::vp::VpConfig as HwConfig;
+/// Hardware configuration of the accelerator (`--config`): the published builds of the
+/// hardware ([`nvdla_port::Build`], from `nvdla-hw`), which the virtual platform models.
+pub use nvdla_port::Build as HwConfig;
 
 /// Why a device could not be opened.
 #[derive(Debug, Error)]
 pub enum OpenDeviceError {
-    /// The backend is not built into this runtime yet.
-    #[error("device backend {0} not available yet")]
+    /// The backend is not built into this runtime (`vp` without the Cargo feature `vp`).
+    #[error("device backend {0} not available in this build")]
     NotAvailable(DeviceKind),
     /// The backend exists but failed to open.
     #[error("cannot open device {kind}: {reason}")]
@@ -99,7 +100,10 @@ pub fn open_device(
 ) -> Result<Box<dyn Device>, OpenDeviceError> {
     match kind {
         DeviceKind::Mock => Ok(Box::new(MockDevice::new())),
-        DeviceKind::Vp => Ok(Box::new(VpDevice::new(config))),
+        #[cfg(feature = "vp")]
+        DeviceKind::Vp => Ok(Box::new(VpDevice::new(config.into()))),
+        #[cfg(not(feature = "vp"))]
+        DeviceKind::Vp => Err(OpenDeviceError::NotAvailable(kind.clone())),
         // Real hardware reports its own configuration: `config` does not apply.
         DeviceKind::Linux => match LinuxDevice::open() {
             Ok(d) => Ok(Box::new(d)),
@@ -120,9 +124,10 @@ pub fn open_device(
 }
 
 /// The device used when the command line names none: the Linux DRM node when an
-/// `opendla` node exists, else the in-process virtual platform.
+/// `opendla` node exists, else the in-process virtual platform (a runtime built without
+/// the `vp` feature: always the Linux node).
 pub fn default_device() -> DeviceKind {
-    if nvdla_port::linux::find_node().is_some() {
+    if !cfg!(feature = "vp") || nvdla_port::linux::find_node().is_some() {
         DeviceKind::Linux
     } else {
         DeviceKind::Vp

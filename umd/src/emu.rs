@@ -27,18 +27,278 @@
 //!   int8 path never ran; the scale factors exist only in the current layout (1.0 for
 //!   legacy descriptors).
 //!
+//! - **CPU fallback operations** (`op_type` [`FALLBACK_OP_BASE`] and up, an nvdla-rs
+//!   extension, in tasks whose blobs carry EMU interface version
+//!   [`FALLBACK_VERSION`]): what `nvdla-compiler --cpu-fallback` emits for operators the
+//!   hardware cannot compute. Op type [`FALLBACK_UNARY`] applies a [`FallbackFn`] element
+//!   by element, addressed like power: fp16 in f32 rounded back to half (ties to even),
+//!   int8 through the scale factors, rounded to nearest even and saturated. An op type of
+//!   the range this runtime does not implement is refused by name
+//!   ([`EmuError::UnknownFallback`]); NVIDIA's runtime refuses the whole range as unknown
+//!   operations.
+//!
 //! Only the formats upstream's emulator accepts are accepted (fp16 and the two int8 layouts
 //! for power and log; fp16 and int8 for softmax); others, and differing source and destination
 //! formats, fail as they do there, but with an error instead of a silent failure.
 
 use nvdla_loadable::emu::{
     BufferDesc, BufferFormat, CommonOpDesc, EmuDecodeError, Layout, NetworkDesc, OpBufferDescs,
-    OpDesc, PowerOpDesc, SoftmaxOpDesc,
+    OpDesc, OpType, PowerOpDesc, SoftmaxOpDesc,
 };
 use nvdla_loadable::Descriptor;
 use thiserror::Error;
 
 use crate::fp16::{f16_to_f32, f32_to_f16};
+
+/// First `op_type` of the CPU fallback operations (upstream uses 0 and 1, ONNC 2).
+pub const FALLBACK_OP_BASE: u8 = 0x80;
+/// `op_type` of an element-wise function ([`FallbackOpDesc`]).
+pub const FALLBACK_UNARY: u8 = 0x80;
+/// EMU1 interface version of the blobs of a task holding CPU fallback operations
+/// (`nvdla-compiler` writes 0.0.1 otherwise).
+pub const FALLBACK_VERSION: (u8, u8, u8) = (0, 1, 0);
+
+/// The element-wise functions of [`FALLBACK_UNARY`], by their `func` code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum FallbackFn {
+    /// `e^x`.
+    Exp = 0,
+    /// `ln x`.
+    Log = 1,
+    /// `sqrt x`.
+    Sqrt = 2,
+    /// `|x|`.
+    Abs = 3,
+    /// `1 / x`.
+    Reciprocal = 4,
+    /// `floor x`.
+    Floor = 5,
+    /// `ceil x`.
+    Ceil = 6,
+    /// Round half to even.
+    Round = 7,
+    /// `sin x`.
+    Sin = 8,
+    /// `cos x`.
+    Cos = 9,
+    /// `tan x`.
+    Tan = 10,
+    /// `asin x`.
+    Asin = 11,
+    /// `acos x`.
+    Acos = 12,
+    /// `atan x`.
+    Atan = 13,
+    /// `sinh x`.
+    Sinh = 14,
+    /// `cosh x`.
+    Cosh = 15,
+    /// `asinh x`.
+    Asinh = 16,
+    /// `acosh x`.
+    Acosh = 17,
+    /// `atanh x`.
+    Atanh = 18,
+    /// `sign x` (0 for 0).
+    Sign = 19,
+    /// `ln(1 + e^x)`.
+    Softplus = 20,
+    /// `x / (1 + |x|)`.
+    Softsign = 21,
+    /// `x` for `x > 0`, else `alpha (e^x - 1)`.
+    Elu = 22,
+    /// `beta * (x > 0 ? x : alpha (e^x - 1))` (alpha, gamma).
+    Selu = 23,
+    /// `max(0, min(1, alpha x + beta))`.
+    HardSigmoid = 24,
+    /// `x * max(0, min(1, x / 6 + 1 / 2))`.
+    HardSwish = 25,
+    /// `max(0, x) + min(0, alpha (e^(x / alpha) - 1))`.
+    Celu = 26,
+    /// `x` for `x > alpha`, else 0.
+    ThresholdedRelu = 27,
+    /// `x tanh(ln(1 + e^x))`.
+    Mish = 28,
+    /// `x ^ alpha`.
+    Pow = 29,
+    /// `-x`.
+    Neg = 30,
+}
+
+impl FallbackFn {
+    /// Every function, in code order.
+    pub const ALL: [FallbackFn; 31] = [
+        Self::Exp,
+        Self::Log,
+        Self::Sqrt,
+        Self::Abs,
+        Self::Reciprocal,
+        Self::Floor,
+        Self::Ceil,
+        Self::Round,
+        Self::Sin,
+        Self::Cos,
+        Self::Tan,
+        Self::Asin,
+        Self::Acos,
+        Self::Atan,
+        Self::Sinh,
+        Self::Cosh,
+        Self::Asinh,
+        Self::Acosh,
+        Self::Atanh,
+        Self::Sign,
+        Self::Softplus,
+        Self::Softsign,
+        Self::Elu,
+        Self::Selu,
+        Self::HardSigmoid,
+        Self::HardSwish,
+        Self::Celu,
+        Self::ThresholdedRelu,
+        Self::Mish,
+        Self::Pow,
+        Self::Neg,
+    ];
+
+    /// The function of code `c`.
+    pub fn from_code(c: u8) -> Option<Self> {
+        Self::ALL.get(usize::from(c)).copied()
+    }
+
+    /// Its code.
+    pub fn code(self) -> u8 {
+        self as u8
+    }
+
+    /// The function at `x` with parameters `alpha` and `beta`, in f32.
+    pub fn apply(self, x: f32, alpha: f32, beta: f32) -> f32 {
+        match self {
+            Self::Exp => x.exp(),
+            Self::Log => x.ln(),
+            Self::Sqrt => x.sqrt(),
+            Self::Abs => x.abs(),
+            Self::Reciprocal => 1.0 / x,
+            Self::Floor => x.floor(),
+            Self::Ceil => x.ceil(),
+            Self::Round => x.round_ties_even(),
+            Self::Sin => x.sin(),
+            Self::Cos => x.cos(),
+            Self::Tan => x.tan(),
+            Self::Asin => x.asin(),
+            Self::Acos => x.acos(),
+            Self::Atan => x.atan(),
+            Self::Sinh => x.sinh(),
+            Self::Cosh => x.cosh(),
+            Self::Asinh => x.asinh(),
+            Self::Acosh => x.acosh(),
+            Self::Atanh => x.atanh(),
+            Self::Sign => {
+                if x > 0.0 {
+                    1.0
+                } else if x < 0.0 {
+                    -1.0
+                } else {
+                    x
+                }
+            }
+            Self::Softplus => {
+                if x > 20.0 {
+                    x
+                } else {
+                    x.exp().ln_1p()
+                }
+            }
+            Self::Softsign => x / (1.0 + x.abs()),
+            Self::Elu => {
+                if x > 0.0 {
+                    x
+                } else {
+                    alpha * x.exp_m1()
+                }
+            }
+            Self::Selu => {
+                if x > 0.0 {
+                    beta * x
+                } else {
+                    beta * alpha * x.exp_m1()
+                }
+            }
+            Self::HardSigmoid => (alpha * x + beta).clamp(0.0, 1.0),
+            Self::HardSwish => x * (x / 6.0 + 0.5).clamp(0.0, 1.0),
+            Self::Celu => x.max(0.0) + (alpha * (x / alpha).exp_m1()).min(0.0),
+            Self::ThresholdedRelu => {
+                if x > alpha {
+                    x
+                } else {
+                    0.0
+                }
+            }
+            Self::Mish => {
+                let sp = if x > 20.0 { x } else { x.exp().ln_1p() };
+                x * sp.tanh()
+            }
+            Self::Pow => x.powf(alpha),
+            Self::Neg => -x,
+        }
+    }
+}
+
+/// The descriptor of a [`FALLBACK_UNARY`] operation (24 bytes, one operation container):
+/// the common header (12 bytes), `func` (1 byte, a [`FallbackFn`] code, then 3 bytes of
+/// padding), `alpha` and `beta` (f32). Its buffers are a source and a destination, as
+/// power's.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FallbackOpDesc {
+    /// Common header (`op_type` = [`FALLBACK_UNARY`]).
+    pub common: CommonOpDesc,
+    /// The function.
+    pub func: FallbackFn,
+    /// First parameter.
+    pub alpha: f32,
+    /// Second parameter.
+    pub beta: f32,
+}
+
+impl FallbackOpDesc {
+    /// Encoded size.
+    pub const SIZE: usize = 24;
+
+    /// The 24 bytes of the descriptor.
+    pub fn encode(&self) -> [u8; 24] {
+        let mut b = [0u8; 24];
+        b[0] = self.common.op_type;
+        b[4..8].copy_from_slice(&self.common.input_scale_factor.to_le_bytes());
+        b[8..12].copy_from_slice(&self.common.output_scale_factor.to_le_bytes());
+        b[12] = self.func.code();
+        b[16..20].copy_from_slice(&self.alpha.to_le_bytes());
+        b[20..24].copy_from_slice(&self.beta.to_le_bytes());
+        b
+    }
+
+    /// Decodes the descriptor from the start of `b`.
+    pub fn decode(b: &[u8]) -> Result<Self, EmuError> {
+        let short = || EmuError::decode("emu fallback operation", "fewer than 24 bytes");
+        let b = b.get(..Self::SIZE).ok_or_else(short)?;
+        let f = |o: usize| f32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
+        if b[0] != FALLBACK_UNARY {
+            return Err(EmuError::UnknownFallback { op_type: b[0] });
+        }
+        let func =
+            FallbackFn::from_code(b[12]).ok_or(EmuError::UnknownFallbackFn { func: b[12] })?;
+        Ok(Self {
+            common: CommonOpDesc {
+                op_type: b[0],
+                input_scale_factor: f(4),
+                output_scale_factor: f(8),
+            },
+            func,
+            alpha: f(16),
+            beta: f(20),
+        })
+    }
+}
 
 /// Why an EMU task or operation failed.
 #[derive(Debug, Clone, PartialEq, Error)]
@@ -84,6 +344,19 @@ pub enum EmuError {
         /// The `format` field.
         format: u16,
     },
+    /// A CPU fallback operation (`op_type` from [`FALLBACK_OP_BASE`]) this runtime does
+    /// not implement.
+    #[error("CPU fallback operation type {op_type:#04x} is not implemented by this runtime (the loadable was compiled with --cpu-fallback by a newer compiler)")]
+    UnknownFallback {
+        /// The `op_type` byte.
+        op_type: u8,
+    },
+    /// A fallback element-wise function code this runtime does not implement.
+    #[error("CPU fallback function {func} is not implemented by this runtime (the loadable was compiled with --cpu-fallback by a newer compiler)")]
+    UnknownFallbackFn {
+        /// The `func` byte.
+        func: u8,
+    },
     /// An element lies outside the memory behind its slot.
     #[error("{what} element at byte {end} overruns its {size}-byte memory")]
     OutOfBounds {
@@ -108,10 +381,13 @@ impl EmuError {
 /// One decoded EMU operation: its descriptor and its buffers.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EmuOp {
-    /// The operation descriptor (with scale factors 1.0 for legacy blobs).
+    /// The operation descriptor (with scale factors 1.0 for legacy blobs). For a CPU
+    /// fallback operation, a power descriptor holding its common header only.
     pub op: OpDesc,
     /// Its source and destination buffers.
     pub buffers: OpBufferDescs,
+    /// The CPU fallback operation, if it is one (then `op` is not executed).
+    pub fallback: Option<FallbackOpDesc>,
 }
 
 /// A decoded EMU1 task.
@@ -214,6 +490,25 @@ pub fn decode_task(mem: &mut dyn SlotMemory) -> Result<EmuTask, EmuError> {
     };
     let mut ops = Vec::with_capacity(usize::from(n));
     for i in 0..usize::from(n) {
+        if layout == Layout::Current {
+            let size = Layout::Current.operation_container_size();
+            let slot = ops_bytes.get(i * size..(i + 1) * size);
+            if let Some(slot) = slot.filter(|b| b[0] >= FALLBACK_OP_BASE) {
+                let f = FallbackOpDesc::decode(slot)?;
+                let buffers =
+                    OpBufferDescs::decode_slot_layout(layout, OpType::Power, &bufs_bytes, i)
+                        .map_err(|e| EmuError::decode("emu operation buffers", e))?;
+                ops.push(EmuOp {
+                    op: OpDesc::Power(PowerOpDesc {
+                        common: f.common,
+                        ..Default::default()
+                    }),
+                    buffers,
+                    fallback: Some(f),
+                });
+                continue;
+            }
+        }
         let op = OpDesc::decode_slot_layout(layout, &ops_bytes, i).map_err(|e| match e {
             EmuDecodeError::Decode(d) => EmuError::decode("emu operation", d),
             EmuDecodeError::Invalid(v) => EmuError::decode("emu operation", v),
@@ -223,7 +518,11 @@ pub fn decode_task(mem: &mut dyn SlotMemory) -> Result<EmuTask, EmuError> {
                 EmuDecodeError::Decode(d) => EmuError::decode("emu operation buffers", d),
                 EmuDecodeError::Invalid(v) => EmuError::decode("emu operation buffers", v),
             })?;
-        ops.push(EmuOp { op, buffers });
+        ops.push(EmuOp {
+            op,
+            buffers,
+            fallback: None,
+        });
     }
     Ok(EmuTask {
         network,
@@ -267,6 +566,9 @@ pub fn execute_op(op: &EmuOp, mem: &mut dyn SlotMemory) -> Result<(), EmuError> 
         index: i64::from(dst.address_index),
     })?;
     let dst_bytes = window_mut(dst_mem, dst, "destination")?;
+    if let Some(f) = &op.fallback {
+        return unary(f, src, dst, src_bytes, dst_bytes);
+    }
     match &op.op {
         OpDesc::Power(p) => power(p, src, dst, src_bytes, dst_bytes),
         OpDesc::Softmax(s) => softmax(s, src, dst, src_bytes, dst_bytes),
@@ -462,6 +764,49 @@ fn log(
     Ok(())
 }
 
+/// A CPU fallback function of every element of the source cube (addressed like power):
+/// fp16 computed in f32 and rounded to half (ties to even); int8 through the scale
+/// factors, rounded to nearest even and saturated.
+fn unary(
+    f: &FallbackOpDesc,
+    src: &BufferDesc,
+    dst: &BufferDesc,
+    s: &[u8],
+    d: &mut [u8],
+) -> Result<(), EmuError> {
+    let unsupported = || EmuError::UnsupportedFormat {
+        op: "cpu fallback",
+        format: src.format,
+    };
+    let format = src.format().map_err(|_| unsupported())?;
+    if !matches!(
+        format,
+        BufferFormat::Fp16 | BufferFormat::Int8 | BufferFormat::Int8Atom8
+    ) {
+        return Err(unsupported());
+    }
+    for c in 0..u32::from(src.channel) {
+        for h in 0..u32::from(src.height) {
+            for w in 0..u32::from(src.width) {
+                let so = element_offset(src, w, h, c)?;
+                let dof = element_offset(dst, w, h, c)?;
+                if format == BufferFormat::Fp16 {
+                    let e = element(s, so, 2, "source")?;
+                    let x = f16_to_f32(u16::from_le_bytes([e[0], e[1]]));
+                    let y = crate::fp16::f32_to_f16_even(f.func.apply(x, f.alpha, f.beta));
+                    element_mut(d, dof, 2, "destination")?.copy_from_slice(&y.to_le_bytes());
+                } else {
+                    let e = element(s, so, 1, "source")?;
+                    let x = f32::from(e[0] as i8) * f.common.input_scale_factor;
+                    let y = f.func.apply(x, f.alpha, f.beta) / f.common.output_scale_factor;
+                    element_mut(d, dof, 1, "destination")?[0] = round_saturate_i8(y) as u8;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Softmax of f32 values as upstream computes it: max, `expf(x - max)` summed in order in
 /// f32, then each `expf(x - max) / sum`.
 pub fn softmax_f32(x: &[f32]) -> Vec<f32> {
@@ -555,7 +900,10 @@ fn softmax_int8(
 impl EmuTask {
     /// True if the task's first operation is a power.
     pub fn is_power(&self) -> bool {
-        matches!(self.ops.first().map(|o| &o.op), Some(OpDesc::Power(_)))
+        matches!(
+            self.ops.first().map(|o| (&o.op, o.fallback.is_none())),
+            Some((OpDesc::Power(_), true))
+        )
     }
 
     /// True if the task's first operation is a softmax.
@@ -638,6 +986,7 @@ mod tests {
                 src_data: src,
                 dst_data: dst,
             }),
+            fallback: None,
         };
         let mut mem = Mem(vec![input.clone(), vec![0xee; input.len()]]);
         execute_op(&op, &mut mem).unwrap();
@@ -676,6 +1025,7 @@ mod tests {
                 src_data: src,
                 dst_data: dst,
             }),
+            fallback: None,
         };
         // In place: x * 0.5 * 3 / 0.25 = 6x, truncated toward zero, saturated.
         let mut mem = Mem(vec![vec![1, 0xff, 30, 0x80, 0, 0, 0, 0]]);
@@ -696,6 +1046,7 @@ mod tests {
                 src_data: src,
                 dst_data: dst,
             }),
+            fallback: None,
         };
         let mut mem = Mem(vec![vec![10, 20, 0], vec![0; 3]]);
         execute_op(&op, &mut mem).unwrap();
@@ -715,6 +1066,7 @@ mod tests {
                 src_data: buf(0, sf, 1, 1, 2, 32, 32),
                 dst_data: buf(0, df, 1, 1, 2, 32, 32),
             }),
+            fallback: None,
         };
         let mut mem = Mem(vec![vec![0; 64]]);
         assert!(matches!(
@@ -756,6 +1108,7 @@ mod tests {
                 src_data: buf(0, format, 4, 1, 1, 128, 128),
                 dst_data: buf(1, format, 4, 1, 1, 128, 128),
             }),
+            fallback: None,
         };
         // fp16, one channel, four pixels 32 bytes apart: 0, 1, 2, -1.
         let mut input = vec![0u8; 128];
@@ -787,6 +1140,75 @@ mod tests {
             execute_op(&op(BufferFormat::Int16, 1.0, 1.0), &mut mem),
             Err(EmuError::UnsupportedFormat { op: "log", .. })
         ));
+    }
+
+    #[test]
+    fn fallback_unary_runs_and_unknown_fallback_ops_are_refused() {
+        use nvdla_loadable::emu::PowerBufferDescs;
+        let desc = FallbackOpDesc {
+            common: common(FALLBACK_UNARY, 1.0, 1.0),
+            func: FallbackFn::Elu,
+            alpha: 0.5,
+            beta: 0.0,
+        };
+        let bytes = desc.encode();
+        assert_eq!(FallbackOpDesc::decode(&bytes).unwrap(), desc);
+        let op = |f: FallbackOpDesc, format| EmuOp {
+            op: OpDesc::Power(PowerOpDesc {
+                common: f.common,
+                ..Default::default()
+            }),
+            buffers: OpBufferDescs::Power(PowerBufferDescs {
+                src_data: buf(0, format, 4, 1, 1, 128, 128),
+                dst_data: buf(1, format, 4, 1, 1, 128, 128),
+            }),
+            fallback: Some(f),
+        };
+        // fp16: elu(x) with alpha 0.5 on 2, 0, -1, -4.
+        let mut input = vec![0u8; 128];
+        for (i, v) in [2.0f32, 0.0, -1.0, -4.0].iter().enumerate() {
+            input[i * 32..i * 32 + 2].copy_from_slice(&f32_to_f16(*v).to_le_bytes());
+        }
+        let mut mem = Mem(vec![input, vec![0; 128]]);
+        execute_op(&op(desc, BufferFormat::Fp16), &mut mem).unwrap();
+        let out: Vec<f32> = (0..4)
+            .map(|i| f16_to_f32(u16::from_le_bytes([mem.0[1][i * 32], mem.0[1][i * 32 + 1]])))
+            .collect();
+        let want = [2.0, 0.0, 0.5 * (-1f32).exp_m1(), 0.5 * (-4f32).exp_m1()];
+        for (g, w) in out.iter().zip(want) {
+            assert!((g - w).abs() <= w.abs() * 1e-3, "{out:?} vs {want:?}");
+        }
+        // int8: exp(x * 0.1) / 0.05, rounded to even and saturated.
+        let exp = FallbackOpDesc {
+            common: common(FALLBACK_UNARY, 0.1, 0.05),
+            func: FallbackFn::Exp,
+            alpha: 0.0,
+            beta: 0.0,
+        };
+        let mut input = vec![0u8; 128];
+        for (i, v) in [0i8, 10, -10, 100].iter().enumerate() {
+            input[i * 32] = *v as u8;
+        }
+        let mut mem = Mem(vec![input, vec![0; 128]]);
+        execute_op(&op(exp, BufferFormat::Int8), &mut mem).unwrap();
+        let out: Vec<i8> = (0..4).map(|i| mem.0[1][i * 32] as i8).collect();
+        assert_eq!(out, vec![20, 54, 7, 127]);
+        // Op types of the range this runtime does not implement, and unknown functions.
+        let mut other = bytes;
+        other[0] = FALLBACK_OP_BASE + 1;
+        let e = FallbackOpDesc::decode(&other).unwrap_err();
+        assert_eq!(e, EmuError::UnknownFallback { op_type: 0x81 });
+        assert!(e.to_string().contains("--cpu-fallback"), "{e}");
+        let mut other = bytes;
+        other[12] = 200;
+        assert_eq!(
+            FallbackOpDesc::decode(&other).unwrap_err(),
+            EmuError::UnknownFallbackFn { func: 200 }
+        );
+        // Every code maps back to its function.
+        for f in FallbackFn::ALL {
+            assert_eq!(FallbackFn::from_code(f.code()), Some(f));
+        }
     }
 
     #[test]

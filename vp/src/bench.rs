@@ -15,7 +15,9 @@ use crate::engines::conv::entries_per_slice;
 use crate::engines::{CubeLayout, Precision};
 use crate::fp::{f16_to_f32, f32_to_f16};
 use crate::mem::RamType;
+use crate::regs::{ids, Reg};
 use crate::{HwConfig, Vp};
+use ids::cdma::D_MISC_CFG;
 use std::time::Instant;
 
 const W: usize = 56;
@@ -195,80 +197,80 @@ fn setup(prec: Precision, input: &[i32], weights: &[i32]) -> Result<Vp, String> 
     let data_banks = (entries * H as u32).div_ceil(per_bank);
     let bank = (data_banks - 1) | ((cfg.hw.cbuf_banks - data_banks - 1) << 16);
     let wh = ((H as u32 - 1) << 16) | (W as u32 - 1);
-    let regs: &[(&str, &str, u32)] = &[
-        ("CDMA", "D_MISC_CFG", (p << 8) | (p << 12)),
-        ("CDMA", "D_DATAIN_FORMAT", 0),
-        ("CDMA", "D_DATAIN_SIZE_0", wh),
-        ("CDMA", "D_DATAIN_SIZE_1", C as u32 - 1),
-        ("CDMA", "D_DATAIN_SIZE_EXT_0", wh),
-        ("CDMA", "D_DAIN_RAM_TYPE", 1),
-        ("CDMA", "D_DAIN_ADDR_HIGH_0", 0),
-        ("CDMA", "D_DAIN_ADDR_LOW_0", IN_ADDR as u32),
-        ("CDMA", "D_LINE_STRIDE", line as u32),
-        ("CDMA", "D_SURF_STRIDE", (line * H as u64) as u32),
-        ("CDMA", "D_DAIN_MAP", 0x1_0001),
-        ("CDMA", "D_ENTRY_PER_SLICE", entries - 1),
-        ("CDMA", "D_WEIGHT_FORMAT", 0),
-        ("CDMA", "D_WEIGHT_SIZE_0", wg.bytes_per_kernel() as u32 - 1),
-        ("CDMA", "D_WEIGHT_SIZE_1", K as u32 - 1),
-        ("CDMA", "D_WEIGHT_RAM_TYPE", 1),
-        ("CDMA", "D_WEIGHT_ADDR_HIGH", 0),
-        ("CDMA", "D_WEIGHT_ADDR_LOW", WT_ADDR as u32),
-        ("CDMA", "D_WEIGHT_BYTES", bytes as u32),
-        ("CDMA", "D_CONV_STRIDE", 0),
-        ("CDMA", "D_ZERO_PADDING", 0x0101_0101),
-        ("CDMA", "D_ZERO_PADDING_VALUE", 0),
-        ("CDMA", "D_BANK", bank),
-        ("CSC", "D_MISC_CFG", (p << 8) | (p << 12)),
-        ("CSC", "D_DATAIN_FORMAT", 0),
-        ("CSC", "D_DATAIN_SIZE_EXT_0", wh),
-        ("CSC", "D_DATAIN_SIZE_EXT_1", C as u32 - 1),
-        ("CSC", "D_ENTRY_PER_SLICE", entries - 1),
-        ("CSC", "D_WEIGHT_FORMAT", 0),
+    let regs: &[(Reg, u32)] = &[
         (
-            "CSC",
-            "D_WEIGHT_SIZE_EXT_0",
+            ids::cdma::D_MISC_CFG,
+            (D_MISC_CFG::IN_PRECISION.val(p) + D_MISC_CFG::PROC_PRECISION.val(p)).value,
+        ),
+        (ids::cdma::D_DATAIN_FORMAT, 0),
+        (ids::cdma::D_DATAIN_SIZE_0, wh),
+        (ids::cdma::D_DATAIN_SIZE_1, C as u32 - 1),
+        (ids::cdma::D_DATAIN_SIZE_EXT_0, wh),
+        (ids::cdma::D_DAIN_RAM_TYPE, 1),
+        (ids::cdma::D_DAIN_ADDR_HIGH_0, 0),
+        (ids::cdma::D_DAIN_ADDR_LOW_0, IN_ADDR as u32),
+        (ids::cdma::D_LINE_STRIDE, line as u32),
+        (ids::cdma::D_SURF_STRIDE, (line * H as u64) as u32),
+        (ids::cdma::D_DAIN_MAP, 0x1_0001),
+        (ids::cdma::D_ENTRY_PER_SLICE, entries - 1),
+        (ids::cdma::D_WEIGHT_FORMAT, 0),
+        (ids::cdma::D_WEIGHT_SIZE_0, wg.bytes_per_kernel() as u32 - 1),
+        (ids::cdma::D_WEIGHT_SIZE_1, K as u32 - 1),
+        (ids::cdma::D_WEIGHT_RAM_TYPE, 1),
+        (ids::cdma::D_WEIGHT_ADDR_HIGH, 0),
+        (ids::cdma::D_WEIGHT_ADDR_LOW, WT_ADDR as u32),
+        (ids::cdma::D_WEIGHT_BYTES, bytes as u32),
+        (ids::cdma::D_CONV_STRIDE, 0),
+        (ids::cdma::D_ZERO_PADDING, 0x0101_0101),
+        (ids::cdma::D_ZERO_PADDING_VALUE, 0),
+        (ids::cdma::D_BANK, bank),
+        (ids::csc::D_MISC_CFG, (p << 8) | (p << 12)),
+        (ids::csc::D_DATAIN_FORMAT, 0),
+        (ids::csc::D_DATAIN_SIZE_EXT_0, wh),
+        (ids::csc::D_DATAIN_SIZE_EXT_1, C as u32 - 1),
+        (ids::csc::D_ENTRY_PER_SLICE, entries - 1),
+        (ids::csc::D_WEIGHT_FORMAT, 0),
+        (
+            ids::csc::D_WEIGHT_SIZE_EXT_0,
             ((R as u32 - 1) << 16) | (R as u32 - 1),
         ),
         (
-            "CSC",
-            "D_WEIGHT_SIZE_EXT_1",
+            ids::csc::D_WEIGHT_SIZE_EXT_1,
             ((K as u32 - 1) << 16) | (C as u32 - 1),
         ),
-        ("CSC", "D_WEIGHT_BYTES", bytes as u32),
-        ("CSC", "D_DATAOUT_SIZE_0", wh),
-        ("CSC", "D_DATAOUT_SIZE_1", K as u32 - 1),
-        ("CSC", "D_ATOMICS", (W * H) as u32 - 1),
-        ("CSC", "D_RELEASE", H as u32),
-        ("CSC", "D_CONV_STRIDE_EXT", 0),
-        ("CSC", "D_DILATION_EXT", 0),
-        ("CSC", "D_ZERO_PADDING", 0x1_0001),
-        ("CSC", "D_ZERO_PADDING_VALUE", 0),
-        ("CSC", "D_BANK", bank),
-        ("CMAC_A", "D_MISC_CFG", p << 12),
-        ("CMAC_B", "D_MISC_CFG", p << 12),
-        ("CACC", "D_MISC_CFG", p << 12),
-        ("CACC", "D_DATAOUT_SIZE_0", wh),
-        ("CACC", "D_DATAOUT_SIZE_1", K as u32 - 1),
-        ("CACC", "D_CLIP_CFG", 0),
-        ("SDP", "D_DATA_CUBE_WIDTH", W as u32 - 1),
-        ("SDP", "D_DATA_CUBE_HEIGHT", H as u32 - 1),
-        ("SDP", "D_DATA_CUBE_CHANNEL", K as u32 - 1),
-        ("SDP", "D_DST_BASE_ADDR_LOW", OUT_ADDR as u32),
-        ("SDP", "D_DST_BASE_ADDR_HIGH", 0),
-        ("SDP", "D_DST_LINE_STRIDE", line as u32),
-        ("SDP", "D_DST_SURFACE_STRIDE", (line * H as u64) as u32),
-        ("SDP", "D_DP_BS_CFG", 1),
-        ("SDP", "D_DP_BN_CFG", 1),
-        ("SDP", "D_DP_EW_CFG", 1),
-        ("SDP", "D_FEATURE_MODE_CFG", 1),
-        ("SDP", "D_DST_DMA_CFG", 1),
-        ("SDP", "D_DATA_FORMAT", p | (p << 2)),
-        ("SDP", "D_CVT_OFFSET", 0),
-        ("SDP", "D_CVT_SCALE", 1),
+        (ids::csc::D_WEIGHT_BYTES, bytes as u32),
+        (ids::csc::D_DATAOUT_SIZE_0, wh),
+        (ids::csc::D_DATAOUT_SIZE_1, K as u32 - 1),
+        (ids::csc::D_ATOMICS, (W * H) as u32 - 1),
+        (ids::csc::D_RELEASE, H as u32),
+        (ids::csc::D_CONV_STRIDE_EXT, 0),
+        (ids::csc::D_DILATION_EXT, 0),
+        (ids::csc::D_ZERO_PADDING, 0x1_0001),
+        (ids::csc::D_ZERO_PADDING_VALUE, 0),
+        (ids::csc::D_BANK, bank),
+        (ids::cmac_a::D_MISC_CFG, p << 12),
+        (ids::cmac_b::D_MISC_CFG, p << 12),
+        (ids::cacc::D_MISC_CFG, p << 12),
+        (ids::cacc::D_DATAOUT_SIZE_0, wh),
+        (ids::cacc::D_DATAOUT_SIZE_1, K as u32 - 1),
+        (ids::cacc::D_CLIP_CFG, 0),
+        (ids::sdp::D_DATA_CUBE_WIDTH, W as u32 - 1),
+        (ids::sdp::D_DATA_CUBE_HEIGHT, H as u32 - 1),
+        (ids::sdp::D_DATA_CUBE_CHANNEL, K as u32 - 1),
+        (ids::sdp::D_DST_BASE_ADDR_LOW, OUT_ADDR as u32),
+        (ids::sdp::D_DST_BASE_ADDR_HIGH, 0),
+        (ids::sdp::D_DST_LINE_STRIDE, line as u32),
+        (ids::sdp::D_DST_SURFACE_STRIDE, (line * H as u64) as u32),
+        (ids::sdp::D_DP_BS_CFG, 1),
+        (ids::sdp::D_DP_BN_CFG, 1),
+        (ids::sdp::D_DP_EW_CFG, 1),
+        (ids::sdp::D_FEATURE_MODE_CFG, 1),
+        (ids::sdp::D_DST_DMA_CFG, 1),
+        (ids::sdp::D_DATA_FORMAT, p | (p << 2)),
+        (ids::sdp::D_CVT_OFFSET, 0),
+        (ids::sdp::D_CVT_SCALE, 1),
         (
-            "SDP",
-            "D_CVT_SHIFT",
+            ids::sdp::D_CVT_SHIFT,
             if prec == Precision::Int8 {
                 INT8_SHIFT
             } else {
@@ -276,18 +278,26 @@ fn setup(prec: Precision, input: &[i32], weights: &[i32]) -> Result<Vp, String> 
             },
         ),
     ];
-    for &(b, r, v) in regs {
+    for &(r, v) in regs {
         let a = vp
-            .lookup(b, r)
-            .ok_or_else(|| format!("no register {b}.{r}"))?;
+            .addr(r)
+            .ok_or_else(|| format!("no register {}+{:#x}", r.unit(), r.offset()))?;
         vp.csb_write(a, v);
     }
     Ok(vp)
 }
 
 fn enable_and_wait(vp: &mut Vp) -> Result<(), String> {
-    for b in ["SDP", "CACC", "CMAC_A", "CMAC_B", "CSC", "CDMA"] {
-        let a = vp.lookup(b, "D_OP_ENABLE").ok_or("no D_OP_ENABLE")?;
+    use ids::{cacc, cdma, cmac_a, cmac_b, csc, sdp};
+    for r in [
+        sdp::D_OP_ENABLE,
+        cacc::D_OP_ENABLE,
+        cmac_a::D_OP_ENABLE,
+        cmac_b::D_OP_ENABLE,
+        csc::D_OP_ENABLE,
+        cdma::D_OP_ENABLE,
+    ] {
+        let a = vp.addr(r).ok_or("no D_OP_ENABLE")?;
         vp.csb_write(a, 1);
     }
     if !vp.irq_pending() {

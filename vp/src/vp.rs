@@ -11,7 +11,7 @@ use crate::engines::bdma::{Bdma, BdmaOp};
 use crate::engines::{cdp, conv, pdp, rubik, sdp, EngineError};
 use crate::glb::{Glb, IntrSource};
 use crate::mem::Memory;
-use crate::regs::{blocks, Block, BlockDef, RegDef, RegFile, BLOCK_WINDOW};
+use crate::regs::{blocks, ids, Block, BlockDef, Reg, RegDef, RegFile, BLOCK_WINDOW};
 use std::collections::BTreeMap;
 
 /// Lookup-table RAM of SDP or CDP, accessed through `S_LUT_ACCESS_CFG`/`_DATA`.
@@ -72,6 +72,8 @@ pub struct CsbTarget {
     pub block: Block,
     /// Register, when the offset names one.
     pub reg: Option<&'static RegDef>,
+    /// Its typed identifier.
+    pub id: Option<Reg>,
     /// Byte offset inside the block.
     pub offset: u32,
 }
@@ -80,35 +82,56 @@ pub struct CsbTarget {
 /// carries nv_small's values as reset values; the geometry and throughput entries are
 /// filled from the parameter table so that nv_large reports itself (capability bit
 /// fields and CIF entries keep the description's values).
-fn cfgrom_values(cfg: &HwConfig) -> Vec<(String, u32)> {
+fn cfgrom_values(cfg: &HwConfig) -> Vec<(Reg, u32)> {
+    use ids::cfgrom::*;
+    let h = &cfg.hw;
     let mut v = Vec::new();
-    for unit in ["CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC"] {
-        v.push((format!("CFGROM_{unit}_BASE_ATOMIC_C"), cfg.hw.atomic_c));
-        v.push((format!("CFGROM_{unit}_BASE_ATOMIC_K"), cfg.hw.atomic_k));
+    for (c, k) in [
+        (CFGROM_CDMA_BASE_ATOMIC_C, CFGROM_CDMA_BASE_ATOMIC_K),
+        (CFGROM_CSC_BASE_ATOMIC_C, CFGROM_CSC_BASE_ATOMIC_K),
+        (CFGROM_CMAC_A_BASE_ATOMIC_C, CFGROM_CMAC_A_BASE_ATOMIC_K),
+        (CFGROM_CMAC_B_BASE_ATOMIC_C, CFGROM_CMAC_B_BASE_ATOMIC_K),
+        (CFGROM_CACC_BASE_ATOMIC_C, CFGROM_CACC_BASE_ATOMIC_K),
+    ] {
+        v.push((c, h.atomic_c));
+        v.push((k, h.atomic_k));
     }
-    for unit in ["CDMA", "CSC", "SDP_RDMA", "PDP_RDMA", "CDP_RDMA"] {
-        v.push((format!("CFGROM_{unit}_BASE_ATOMIC_M"), cfg.hw.memory_atomic));
+    for m in [
+        CFGROM_CDMA_BASE_ATOMIC_M,
+        CFGROM_CSC_BASE_ATOMIC_M,
+        CFGROM_SDP_RDMA_BASE_ATOMIC_M,
+        CFGROM_PDP_RDMA_BASE_ATOMIC_M,
+        CFGROM_CDP_RDMA_BASE_ATOMIC_M,
+    ] {
+        v.push((m, h.memory_atomic));
     }
-    for unit in ["CDMA", "CBUF", "CSC"] {
-        v.push((
-            format!("CFGROM_{unit}_BASE_CBUF_BANK_NUM"),
-            cfg.hw.cbuf_banks,
-        ));
-        v.push((
-            format!("CFGROM_{unit}_BASE_CBUF_BANK_WIDTH"),
-            cfg.hw.cbuf_bank_width,
-        ));
-        v.push((
-            format!("CFGROM_{unit}_BASE_CBUF_BANK_DEPTH"),
-            cfg.hw.cbuf_bank_depth,
-        ));
+    for (num, width, depth) in [
+        (
+            CFGROM_CDMA_BASE_CBUF_BANK_NUM,
+            CFGROM_CDMA_BASE_CBUF_BANK_WIDTH,
+            CFGROM_CDMA_BASE_CBUF_BANK_DEPTH,
+        ),
+        (
+            CFGROM_CBUF_BASE_CBUF_BANK_NUM,
+            CFGROM_CBUF_BASE_CBUF_BANK_WIDTH,
+            CFGROM_CBUF_BASE_CBUF_BANK_DEPTH,
+        ),
+        (
+            CFGROM_CSC_BASE_CBUF_BANK_NUM,
+            CFGROM_CSC_BASE_CBUF_BANK_WIDTH,
+            CFGROM_CSC_BASE_CBUF_BANK_DEPTH,
+        ),
+    ] {
+        v.push((num, h.cbuf_banks));
+        v.push((width, h.cbuf_bank_width));
+        v.push((depth, h.cbuf_bank_depth));
     }
-    let t = cfg.hw.throughput;
-    v.push(("CFGROM_SDP_BS_THROUGHPUT".into(), t.sdp_bs));
-    v.push(("CFGROM_SDP_BN_THROUGHPUT".into(), t.sdp_bn));
-    v.push(("CFGROM_SDP_EW_THROUGHPUT".into(), t.sdp_ew));
-    v.push(("CFGROM_PDP_BASE_THROUGHPUT".into(), t.pdp));
-    v.push(("CFGROM_CDP_BASE_THROUGHPUT".into(), t.cdp));
+    let t = h.throughput;
+    v.push((CFGROM_SDP_BS_THROUGHPUT, t.sdp_bs));
+    v.push((CFGROM_SDP_BN_THROUGHPUT, t.sdp_bn));
+    v.push((CFGROM_SDP_EW_THROUGHPUT, t.sdp_ew));
+    v.push((CFGROM_PDP_BASE_THROUGHPUT, t.pdp));
+    v.push((CFGROM_CDP_BASE_THROUGHPUT, t.cdp));
     v
 }
 
@@ -128,12 +151,12 @@ impl Vp {
     pub fn new(cfg: HwConfig) -> Self {
         let mut files: BTreeMap<Block, RegFile> = blocks(cfg.version())
             .iter()
-            .filter(|d| present(&cfg, d.block))
-            .map(|d: &'static BlockDef| (d.block, RegFile::new(d)))
+            .filter(|d| present(&cfg, d.unit))
+            .map(|d: &'static BlockDef| (d.unit, RegFile::new(cfg.version(), d)))
             .collect();
         if let Some(rom) = files.get_mut(&Block::Cfgrom) {
-            for (name, v) in cfgrom_values(&cfg) {
-                rom.set_hw(&name, v);
+            for (r, v) in cfgrom_values(&cfg) {
+                rom.set_hw(r, v);
             }
         }
         Vp {
@@ -250,8 +273,9 @@ impl Vp {
         let f = self.files.values().find(|f| f.def().base == base)?;
         let offset = addr - base;
         Some(CsbTarget {
-            block: f.def().block,
+            block: f.def().unit,
             reg: f.reg_at(offset),
+            id: f.id_at(offset),
             offset,
         })
     }
@@ -263,41 +287,49 @@ impl Vp {
         Some(f.def().base + f.reg_named(reg)?.offset)
     }
 
+    /// CSB byte address of register `r`, if the build has its block and the generation
+    /// the register.
+    pub fn addr(&self, r: Reg) -> Option<u32> {
+        let f = self.files.get(&r.unit())?;
+        f.desc(r)?;
+        Some(f.def().base + r.offset())
+    }
+
     /// 32-bit CSB read.
     pub fn csb_read(&mut self, addr: u32) -> u32 {
         let Some(t) = self.resolve(addr) else {
             log::warn!("CSB read of unmapped address {addr:#x}");
             return 0;
         };
-        let Some(reg) = t.reg else {
+        let (Some(reg), Some(id)) = (t.reg, t.id) else {
             log::warn!("CSB read of unknown register {}+{:#x}", t.block, t.offset);
             return 0;
         };
-        match (t.block, reg.name) {
-            (Block::Glb, "S_INTR_STATUS") => {
+        match id {
+            ids::glb::S_INTR_STATUS => {
                 // Polling the status lets time pass.
                 self.run_pending();
                 return self.glb.status() & reg.rmask;
             }
-            (Block::Glb, "S_INTR_MASK") => return self.glb.mask() & reg.rmask,
+            ids::glb::S_INTR_MASK => return self.glb.mask() & reg.rmask,
             // The convolution buffer is flushed after reset. v2 reports FLUSH_DONE at
             // once (v2 traces poll it for 1 before the first layer); on v1 the flush
             // is still running at the first read (v1 googlenet_conv2_3x3_int16 reads
             // 0) and done by the next, so firmware polling it before its first
             // convolution layer sees it complete.
-            (Block::Cdma, "S_CBUF_FLUSH_STATUS") => {
+            ids::cdma::S_CBUF_FLUSH_STATUS => {
                 if self.cfg.version() == crate::config::HwVersion::V2 || self.flush_polled {
                     return 1;
                 }
                 self.flush_polled = true;
                 return 0;
             }
-            (Block::Bdma, "STATUS") => {
+            ids::bdma::STATUS => {
                 // FREE_SLOT[7:0], IDLE[8]; operations complete at launch, so always idle.
                 return (self.bdma.free_slots() as u32) | (1 << 8);
             }
-            (Block::Sdp, "S_LUT_ACCESS_DATA") => return u32::from(self.lut_read(Block::Sdp)),
-            (Block::Cdp, "S_LUT_ACCESS_DATA") => return u32::from(self.lut_read(Block::Cdp)),
+            ids::sdp::S_LUT_ACCESS_DATA => return u32::from(self.lut_read(Block::Sdp)),
+            ids::cdp::S_LUT_ACCESS_DATA => return u32::from(self.lut_read(Block::Cdp)),
             _ => {}
         }
         self.files
@@ -312,7 +344,7 @@ impl Vp {
             log::warn!("CSB write of unmapped address {addr:#x} = {value:#x}");
             return;
         };
-        let Some(reg) = t.reg else {
+        let (Some(reg), Some(id)) = (t.reg, t.id) else {
             log::warn!(
                 "CSB write of unknown register {}+{:#x} = {value:#x}",
                 t.block,
@@ -330,41 +362,49 @@ impl Vp {
                 reg.name
             );
         }
-        match (t.block, reg.name) {
-            (Block::Glb, "S_INTR_STATUS") => return self.glb.write_status(value),
-            (Block::Glb, "S_INTR_SET") => return self.glb.write_set(value),
-            (Block::Glb, "S_INTR_MASK") => return self.glb.write_mask(value),
-            (Block::Sdp | Block::Cdp, "S_LUT_ACCESS_DATA") => {
+        match id {
+            ids::glb::S_INTR_STATUS => return self.glb.write_status(value),
+            ids::glb::S_INTR_SET => return self.glb.write_set(value),
+            ids::glb::S_INTR_MASK => return self.glb.write_mask(value),
+            ids::sdp::S_LUT_ACCESS_DATA | ids::cdp::S_LUT_ACCESS_DATA => {
                 self.lut_write(t.block, value as u16);
             }
-            (Block::Sdp | Block::Cdp, "S_LUT_ACCESS_CFG") => {
+            ids::sdp::S_LUT_ACCESS_CFG | ids::cdp::S_LUT_ACCESS_CFG => {
                 self.lut_index[usize::from(t.block == Block::Cdp)] = (value & 0x3ff) as usize;
             }
             _ => {}
         }
-        if let Some(f) = self.files.get_mut(&t.block) {
-            f.write(t.offset, value);
-        }
-        match (t.block, reg.name) {
-            (Block::Bdma, "CFG_OP") if value & 1 == 1 => {
+        let Some(f) = self.files.get_mut(&t.block) else {
+            return;
+        };
+        f.write(t.offset, value);
+        let op_enable = f.op_enable();
+        match id {
+            ids::bdma::CFG_OP if value & 1 == 1 => {
                 let f = &self.files[&Block::Bdma];
                 let op = BdmaOp::decode(|n| f.get(0, n));
                 if !self.bdma.push(op) {
                     log::warn!("BDMA: operation queue full, CFG_OP dropped");
                 }
             }
-            (Block::Bdma, "CFG_LAUNCH0") if value & 1 == 1 => self.bdma_launch(0),
-            (Block::Bdma, "CFG_LAUNCH1") if value & 1 == 1 => self.bdma_launch(1),
-            (_, "D_OP_ENABLE") if value & 1 == 1 => self.pending = true,
+            ids::bdma::CFG_LAUNCH0 if value & 1 == 1 => self.bdma_launch(0),
+            ids::bdma::CFG_LAUNCH1 if value & 1 == 1 => self.bdma_launch(1),
+            _ if op_enable == Some(id) && value & 1 == 1 => self.pending = true,
             _ => {}
         }
     }
 
     fn lut_cfg(&self, b: Block) -> (bool, usize) {
-        let cfg = self
-            .files
-            .get(&b)
-            .map_or(0, |f| f.get(0, "S_LUT_ACCESS_CFG"));
+        let cfg = self.files.get(&b).map_or(0, |f| {
+            f.get(
+                0,
+                if b == Block::Cdp {
+                    ids::cdp::S_LUT_ACCESS_CFG
+                } else {
+                    ids::sdp::S_LUT_ACCESS_CFG
+                },
+            )
+        });
         let lo = cfg & (1 << 16) != 0;
         (lo, self.lut_index[usize::from(b == Block::Cdp)])
     }
@@ -522,7 +562,7 @@ impl Vp {
                 }
                 if let (Some(unequal), Some(f)) = (out.unequal, self.files.get_mut(&Block::Sdp)) {
                     let g = f.consumer;
-                    f.set_group(g, "D_STATUS", u32::from(unequal));
+                    f.set_group(g, ids::sdp::D_STATUS, u32::from(unequal));
                 }
                 let g = self.complete(Block::Sdp);
                 self.raise(IntrSource::Sdp, g);
@@ -674,7 +714,7 @@ impl Vp {
         }
         if let Some(f) = self.files.get_mut(&Block::Cacc) {
             let cg = f.consumer;
-            f.set_group(cg, "D_OUT_SATURATION", out.saturated);
+            f.set_group(cg, ids::cacc::D_OUT_SATURATION, out.saturated);
         }
         let g = self.complete(Block::Cacc);
         self.raise(IntrSource::Cacc, g);
@@ -705,10 +745,10 @@ mod tests {
     fn reset_clears_registers_and_keeps_memory() {
         let mut vp = Vp::new(HwConfig::new(&nvdla_hw::NV_FULL));
         vp.mem.host_write(0x8000_0000, &[7; 16]).unwrap();
-        let mask = vp.lookup("GLB", "S_INTR_MASK").unwrap();
+        let mask = vp.addr(ids::glb::S_INTR_MASK).unwrap();
         let reset_mask = vp.csb_read(mask);
         vp.csb_write(mask, 0);
-        let set = vp.lookup("GLB", "S_INTR_SET").unwrap();
+        let set = vp.addr(ids::glb::S_INTR_SET).unwrap();
         vp.csb_write(set, 1);
         vp.reset();
         assert_eq!(vp.csb_read(mask), reset_mask);
@@ -732,31 +772,51 @@ mod tests {
             base: 0x8000_0000,
             size: 16 << 20,
         });
-        let mut w = |b: &str, r: &str, v: u32| {
-            let a = vp.lookup(b, r).unwrap();
+        let mut w = |r: Reg, v: u32| {
+            let a = vp.addr(r).unwrap();
             vp.csb_write(a, v)
         };
-        for b in ["SDP_RDMA", "SDP"] {
-            w(b, "D_DATA_CUBE_WIDTH", 0xb34);
-            w(b, "D_DATA_CUBE_HEIGHT", 7);
-            w(b, "D_DATA_CUBE_CHANNEL", 0x1e0f);
+        use ids::{sdp, sdp_rdma};
+        for (width, height, channel) in [
+            (
+                sdp_rdma::D_DATA_CUBE_WIDTH,
+                sdp_rdma::D_DATA_CUBE_HEIGHT,
+                sdp_rdma::D_DATA_CUBE_CHANNEL,
+            ),
+            (
+                sdp::D_DATA_CUBE_WIDTH,
+                sdp::D_DATA_CUBE_HEIGHT,
+                sdp::D_DATA_CUBE_CHANNEL,
+            ),
+        ] {
+            w(width, 0xb34);
+            w(height, 7);
+            w(channel, 0x1e0f);
         }
-        w("SDP_RDMA", "D_SRC_BASE_ADDR_LOW", 0x8020_0000);
-        w("SDP_RDMA", "D_SRC_LINE_STRIDE", 0x100);
-        w("SDP_RDMA", "D_SRC_SURFACE_STRIDE", 0x800);
-        w("SDP_RDMA", "D_SRC_DMA_CFG", 1);
-        w("SDP_RDMA", "D_FEATURE_MODE_CFG", 0x54); // int16 in and processing
-        w("SDP", "D_DATA_FORMAT", 5); // int16 processing and output
-        for r in ["D_BRDMA_CFG", "D_NRDMA_CFG", "D_ERDMA_CFG"] {
-            w("SDP_RDMA", r, 1); // operand DMA off
+        w(ids::sdp_rdma::D_SRC_BASE_ADDR_LOW, 0x8020_0000);
+        w(ids::sdp_rdma::D_SRC_LINE_STRIDE, 0x100);
+        w(ids::sdp_rdma::D_SRC_SURFACE_STRIDE, 0x800);
+        w(ids::sdp_rdma::D_SRC_DMA_CFG, 1);
+        w(ids::sdp_rdma::D_FEATURE_MODE_CFG, 0x54); // int16 in and processing
+        w(ids::sdp::D_DATA_FORMAT, 5); // int16 processing and output
+        for r in [
+            ids::sdp_rdma::D_BRDMA_CFG,
+            ids::sdp_rdma::D_NRDMA_CFG,
+            ids::sdp_rdma::D_ERDMA_CFG,
+        ] {
+            w(r, 1); // operand DMA off
         }
-        for r in ["D_DP_BS_CFG", "D_DP_BN_CFG", "D_DP_EW_CFG"] {
-            w("SDP", r, 1); // units bypassed
+        for r in [
+            ids::sdp::D_DP_BS_CFG,
+            ids::sdp::D_DP_BN_CFG,
+            ids::sdp::D_DP_EW_CFG,
+        ] {
+            w(r, 1); // units bypassed
         }
-        w("SDP", "D_DST_DMA_CFG", 1);
-        w("SDP", "D_DST_BASE_ADDR_LOW", 0); // below the DRAM window
-        w("SDP_RDMA", "D_OP_ENABLE", 1);
-        w("SDP", "D_OP_ENABLE", 1);
+        w(ids::sdp::D_DST_DMA_CFG, 1);
+        w(ids::sdp::D_DST_BASE_ADDR_LOW, 0); // below the DRAM window
+        w(ids::sdp_rdma::D_OP_ENABLE, 1);
+        w(ids::sdp::D_OP_ENABLE, 1);
         assert!(!vp.irq_pending());
         let f = vp.fault().expect("the layer faults");
         assert_eq!(f.block, Block::Sdp);
@@ -767,17 +827,17 @@ mod tests {
     fn cfgrom_describes_the_build() {
         let mut small = Vp::new(HwConfig::new(&nvdla_hw::NV_SMALL));
         let mut large = Vp::new(HwConfig::new(&nvdla_hw::NV_LARGE));
-        let a = small.lookup("CFGROM", "CFGROM_CDMA_BASE_ATOMIC_C").unwrap();
+        let a = small.addr(ids::cfgrom::CFGROM_CDMA_BASE_ATOMIC_C).unwrap();
         assert_eq!(a, 0x38);
         assert_eq!(small.csb_read(a), 8);
         assert_eq!(large.csb_read(a), 64);
         let b = large
-            .lookup("CFGROM", "CFGROM_CBUF_BASE_CBUF_BANK_NUM")
+            .addr(ids::cfgrom::CFGROM_CBUF_BASE_CBUF_BANK_NUM)
             .unwrap();
         assert_eq!(large.csb_read(b), 16);
         assert_eq!(small.csb_read(b), 32);
         assert!(Vp::new(HwConfig::new(&nvdla_hw::NV_FULL))
-            .lookup("CFGROM", "CFGROM_HW_VERSION")
+            .addr(ids::cfgrom::CFGROM_HW_VERSION)
             .is_none());
     }
 
@@ -796,16 +856,16 @@ mod tests {
     fn bdma_copy_raises_group_interrupt() {
         let mut vp = Vp::new(HwConfig::new(&nvdla_hw::NV_FULL));
         vp.mem.host_write(0x8000_0000, &[7; 64]).unwrap();
-        let w = |vp: &mut Vp, n: &str, v: u32| {
-            let a = vp.lookup("BDMA", n).unwrap();
+        let w = |vp: &mut Vp, n: Reg, v: u32| {
+            let a = vp.addr(n).unwrap();
             vp.csb_write(a, v)
         };
-        w(&mut vp, "CFG_SRC_ADDR_LOW", 0x8000_0000);
-        w(&mut vp, "CFG_DST_ADDR_LOW", 0x8100_0000);
-        w(&mut vp, "CFG_LINE", 1);
-        w(&mut vp, "CFG_CMD", 3);
-        w(&mut vp, "CFG_OP", 1);
-        w(&mut vp, "CFG_LAUNCH1", 1);
+        w(&mut vp, ids::bdma::CFG_SRC_ADDR_LOW, 0x8000_0000);
+        w(&mut vp, ids::bdma::CFG_DST_ADDR_LOW, 0x8100_0000);
+        w(&mut vp, ids::bdma::CFG_LINE, 1);
+        w(&mut vp, ids::bdma::CFG_CMD, 3);
+        w(&mut vp, ids::bdma::CFG_OP, 1);
+        w(&mut vp, ids::bdma::CFG_LAUNCH1, 1);
         assert!(vp.irq_pending());
         assert_eq!(vp.glb().status(), 1 << 7);
         assert_eq!(
@@ -814,7 +874,7 @@ mod tests {
                 .unwrap(),
             vec![7; 64]
         );
-        let st = vp.lookup("GLB", "S_INTR_STATUS").unwrap();
+        let st = vp.addr(ids::glb::S_INTR_STATUS).unwrap();
         vp.csb_write(st, 0xffff_ffff);
         assert!(!vp.irq_pending());
     }
@@ -822,10 +882,10 @@ mod tests {
     #[test]
     fn bdma_fault_is_reported() {
         let mut vp = Vp::new(HwConfig::new(&nvdla_hw::NV_FULL));
-        let a = vp.lookup("BDMA", "CFG_CMD").unwrap();
+        let a = vp.addr(ids::bdma::CFG_CMD).unwrap();
         vp.csb_write(a, 0); // CVSRAM to CVSRAM at address 0: outside the SRAM window
-        vp.csb_write(vp.lookup("BDMA", "CFG_OP").unwrap(), 1);
-        vp.csb_write(vp.lookup("BDMA", "CFG_LAUNCH0").unwrap(), 1);
+        vp.csb_write(vp.addr(ids::bdma::CFG_OP).unwrap(), 1);
+        vp.csb_write(vp.addr(ids::bdma::CFG_LAUNCH0).unwrap(), 1);
         assert!(vp.fault().is_some());
         assert!(!vp.irq_pending());
     }
@@ -833,14 +893,14 @@ mod tests {
     /// One BDMA copy of 64 bytes from 0x8000_0000 to `dst`, launched on group 1.
     fn bdma_copy(vp: &mut Vp, dst: u32) {
         for (n, v) in [
-            ("CFG_SRC_ADDR_LOW", 0x8000_0000),
-            ("CFG_DST_ADDR_LOW", dst),
-            ("CFG_LINE", 1),
-            ("CFG_CMD", 3),
-            ("CFG_OP", 1),
-            ("CFG_LAUNCH1", 1),
+            (ids::bdma::CFG_SRC_ADDR_LOW, 0x8000_0000),
+            (ids::bdma::CFG_DST_ADDR_LOW, dst),
+            (ids::bdma::CFG_LINE, 1),
+            (ids::bdma::CFG_CMD, 3),
+            (ids::bdma::CFG_OP, 1),
+            (ids::bdma::CFG_LAUNCH1, 1),
         ] {
-            let a = vp.lookup("BDMA", n).unwrap();
+            let a = vp.addr(n).unwrap();
             vp.csb_write(a, v);
         }
     }
@@ -857,7 +917,7 @@ mod tests {
         assert_eq!(vp.glb().status(), 0);
         assert_eq!(dram(&vp, 0x8100_0000), vec![0; 64], "nor copies");
         // Registers still answer.
-        let mask = vp.lookup("GLB", "S_INTR_MASK").unwrap();
+        let mask = vp.addr(ids::glb::S_INTR_MASK).unwrap();
         let reset_mask = vp.csb_read(mask);
         vp.csb_write(mask, 0);
         assert_eq!(vp.csb_read(mask), 0);

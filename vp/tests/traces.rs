@@ -261,7 +261,7 @@ fn random_programming_never_panics() {
         for round in 0..40 {
             let mut vp = Vp::new(cfg);
             for def in blocks(cfg.version()) {
-                if vp.regs(def.block).is_none() {
+                if vp.regs(def.unit).is_none() {
                     continue;
                 }
                 for r in def.regs {
@@ -274,7 +274,7 @@ fn random_programming_never_panics() {
                     {
                         v &= 0x000f_000f;
                     }
-                    if def.block == Block::Bdma && (n.contains("REPEAT") || n == "CFG_LINE") {
+                    if def.unit == Block::Bdma && (n.contains("REPEAT") || n == "CFG_LINE") {
                         v &= 0xf;
                     }
                     if round % 2 == 0 && (n.contains("ADDR") || n.contains("STRIDE")) {
@@ -288,7 +288,7 @@ fn random_programming_never_panics() {
             }
             for def in blocks(cfg.version()) {
                 for n in ["D_OP_ENABLE", "CFG_OP", "CFG_LAUNCH0"] {
-                    if let Some(a) = vp.lookup(def.block.name(), n) {
+                    if let Some(a) = vp.lookup(def.unit.name(), n) {
                         vp.csb_write(a, 1);
                     }
                 }

@@ -27,6 +27,9 @@ pub enum ModelFiles {
         /// Shapes of network inputs by name, fixing dimensions the model leaves symbolic
         /// (`--input-shape name=1x3x224x224`).
         input_shapes: Vec<(String, Vec<usize>)>,
+        /// Map operators only the CPU can compute to CPU fallback operations
+        /// (`--cpu-fallback`).
+        cpu_fallback: bool,
     },
 }
 

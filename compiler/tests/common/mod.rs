@@ -81,12 +81,27 @@ pub fn from_surface(
 /// Compiles `g` for `config` in fp16, runs it on the VP with `input` for its only input,
 /// and returns (hardware output, reference output) of its only output, NCHW.
 pub fn run_fp16(g: &Graph, config: &str, input: &[f32]) -> (Vec<f32>, Vec<f32>) {
+    run_fp16_opts(g, config, input, &nvdla_compiler::CompileOptions::default())
+}
+
+/// [`run_fp16`] with compile options (the CPU fallback).
+pub fn run_fp16_opts(
+    g: &Graph,
+    config: &str,
+    input: &[f32],
+    opts: &nvdla_compiler::CompileOptions,
+) -> (Vec<f32>, Vec<f32>) {
     let reference = nvdla_compiler::reference::run(g, &[(g.inputs[0], input.to_vec())]).unwrap();
     let want = reference[g.outputs[0].0].clone();
     let hw = nvdla_hw::Config::by_name(config).unwrap();
     let target = Target::new(hw, Precision::Fp16).unwrap();
-    let compiled =
-        nvdla_compiler::compile_graph(g.clone(), &target).unwrap_or_else(|e| panic!("{e}"));
+    let compiled = nvdla_compiler::compile_graph_opts(
+        g.clone(),
+        &target,
+        &nvdla_compiler::lower::Quant::default(),
+        opts,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     let mut dev = device(config);
     let mut rt = Runtime::load(dev.as_mut(), &compiled.loadable).unwrap();
     let ti = rt.tensor(Direction::Input, 0).unwrap().clone();

@@ -4,6 +4,8 @@
 #![no_std]
 #![no_main]
 
+use core::mem::MaybeUninit;
+
 use nvdla_firmware::hw::{DeviceAddr, Hw, Region};
 use nvdla_firmware::{nvdla_hw, Engine, HwConfig, HwError, Progress};
 
@@ -60,27 +62,38 @@ impl Hw for PortHw {
     }
 }
 
-static mut ENGINE: Option<Engine> = None;
+/// The engine, in zero-initialised RAM (`.bss`): a port places it as it likes; an
+/// `Option<Engine>` initialiser would put its 2.8 KB in `.data`, costing flash as well.
+static mut ENGINE: MaybeUninit<Engine> = MaybeUninit::uninit();
+static mut STARTED: bool = false;
 
-/// Starts a task (0: running, 1: done, -1: error).
+/// Starts a task (0: running, 1: done, -1: error, -2: no such configuration).
 #[no_mangle]
 pub extern "C" fn nvdla_execute_task(config: u32) -> i32 {
-    // `config` indexes the published builds (0 nv_full, 1 nv_large, ...); others: nv_full.
-    let build = nvdla_hw::ALL.get(config as usize).unwrap_or(&nvdla_hw::NV_FULL);
+    // `config` indexes the compiled-in builds (all seven: 0 nv_full, 1 nv_large, ...).
+    let Some(build) = nvdla_hw::ALL.get(config as usize) else {
+        return -2;
+    };
     let cfg = HwConfig::new(build);
-    // SAFETY: single-threaded bare-metal entry points; no reentrancy.
-    let engine = unsafe { &mut *core::ptr::addr_of_mut!(ENGINE) }.insert(Engine::new(cfg));
+    // SAFETY: single-threaded bare-metal entry points; no reentrancy. `write` initialises
+    // the engine before `STARTED` says so.
+    let engine = unsafe {
+        let e = (*core::ptr::addr_of_mut!(ENGINE)).write(Engine::new(cfg));
+        STARTED = true;
+        e
+    };
     code(engine.execute_task(&mut PortHw))
 }
 
 /// Handles the NVDLA interrupt (0: running, 1: done, -1: error).
 #[no_mangle]
 pub extern "C" fn nvdla_interrupt() -> i32 {
-    // SAFETY: as above.
-    match unsafe { &mut *core::ptr::addr_of_mut!(ENGINE) } {
-        Some(e) => code(e.handle_interrupt(&mut PortHw)),
-        None => -1,
+    // SAFETY: as above; the engine is initialised once `STARTED` is set.
+    if !unsafe { STARTED } {
+        return -1;
     }
+    let engine = unsafe { (*core::ptr::addr_of_mut!(ENGINE)).assume_init_mut() };
+    code(engine.handle_interrupt(&mut PortHw))
 }
 
 fn code(r: Result<Progress, nvdla_firmware::Error>) -> i32 {

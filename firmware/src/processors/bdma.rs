@@ -7,6 +7,7 @@
 
 use nvdla_loadable::dla::{BdmaSurfaceDesc, BdmaTransferDesc, MAX_BDMA_TRANSFERS};
 
+use super::fields::{fld, Fld};
 use super::{hi, lo, Ctx};
 use crate::config::Feature;
 use crate::error::Error;
@@ -18,6 +19,7 @@ use crate::task::list_index;
 const MAX_REPEAT: u32 = 8192;
 
 /// Queues every transfer of the operation and unmasks the BDMA done interrupts.
+#[inline(never)]
 pub(super) fn program<H: Hw>(ctx: &mut Ctx<'_, H>, s: &BdmaSurfaceDesc) -> Result<(), Error> {
     ctx.need(Feature::Bdma)?;
     if s.num_transfers == 0 {
@@ -25,15 +27,15 @@ pub(super) fn program<H: Hw>(ctx: &mut Ctx<'_, H>, s: &BdmaSurfaceDesc) -> Resul
     }
     let n = usize::from(s.num_transfers);
     if n > MAX_BDMA_TRANSFERS {
-        return Err(ctx.invalid("dla_bdma_surface_desc.num_transfers", n as u32));
+        return Err(ctx.invalid(fld!("dla_bdma_surface_desc.num_transfers"), n as u32));
     }
     let src_ram = ctx.ram(
         u16::from(s.source_type),
-        "dla_bdma_surface_desc.source_type",
+        fld!("dla_bdma_surface_desc.source_type"),
     )?;
     let dst_ram = ctx.ram(
         u16::from(s.destination_type),
-        "dla_bdma_surface_desc.destination_type",
+        fld!("dla_bdma_surface_desc.destination_type"),
     )?;
     let cmd = (bdma::CFG_CMD::SRC_RAM_TYPE.val(src_ram.is_mc())
         + bdma::CFG_CMD::DST_RAM_TYPE.val(dst_ram.is_mc()))
@@ -48,8 +50,8 @@ pub(super) fn program<H: Hw>(ctx: &mut Ctx<'_, H>, s: &BdmaSurfaceDesc) -> Resul
 
 /// Bytes a strided block spans from its first byte.
 fn extent(line_size: u32, lines: u32, line_stride: u32, surfaces: u32, surf_stride: u32) -> u64 {
-    u64::from(surfaces - 1) * u64::from(surf_stride)
-        + u64::from(lines - 1) * u64::from(line_stride)
+    u64::from(surfaces.saturating_sub(1)) * u64::from(surf_stride)
+        + u64::from(lines.saturating_sub(1)) * u64::from(line_stride)
         + u64::from(line_size)
 }
 
@@ -58,7 +60,7 @@ fn program_transfer<H: Hw>(
     t: &BdmaTransferDesc,
     cmd: u32,
 ) -> Result<(), Error> {
-    const F: &str = "dla_bdma_transfer_desc";
+    const F: Fld = fld!("dla_bdma_transfer_desc");
     // Wait for room in the transfer queue.
     ctx.poll(Block::Bdma, bdma::STATUS, |v| {
         bdma::STATUS::FREE_SLOT.read(v) != 0
@@ -66,38 +68,38 @@ fn program_transfer<H: Hw>(
 
     ctx.check(
         (1..=MAX_REPEAT).contains(&t.line_repeat),
-        "dla_bdma_transfer_desc.line_repeat",
+        fld!("dla_bdma_transfer_desc.line_repeat"),
         t.line_repeat,
     )?;
     ctx.check(
         (1..=MAX_REPEAT).contains(&t.surface_repeat),
-        "dla_bdma_transfer_desc.surface_repeat",
+        fld!("dla_bdma_transfer_desc.surface_repeat"),
         t.surface_repeat,
     )?;
     ctx.check(
         t.line_size != 0 && t.line_size.is_multiple_of(32),
-        "dla_bdma_transfer_desc.line_size",
+        fld!("dla_bdma_transfer_desc.line_size"),
         t.line_size,
     )?;
     ctx.check(
         t.source_line >= t.line_size,
-        "dla_bdma_transfer_desc.source_line",
+        fld!("dla_bdma_transfer_desc.source_line"),
         t.source_line,
     )?;
     ctx.check(
         t.destination_line >= t.line_size,
-        "dla_bdma_transfer_desc.destination_line",
+        fld!("dla_bdma_transfer_desc.destination_line"),
         t.destination_line,
     )?;
     ctx.check(
         u64::from(t.source_surface) >= u64::from(t.source_line) * u64::from(t.line_repeat),
-        "dla_bdma_transfer_desc.source_surface",
+        fld!("dla_bdma_transfer_desc.source_surface"),
         t.source_surface,
     )?;
     ctx.check(
         u64::from(t.destination_surface)
             >= u64::from(t.destination_line) * u64::from(t.line_repeat),
-        "dla_bdma_transfer_desc.destination_surface",
+        fld!("dla_bdma_transfer_desc.destination_surface"),
         t.destination_surface,
     )?;
 
@@ -118,12 +120,12 @@ fn program_transfer<H: Hw>(
     );
     let src_index = list_index(
         Some(ctx.op),
-        "dla_bdma_transfer_desc.source_address",
+        fld!("dla_bdma_transfer_desc.source_address").name(),
         t.source_address,
     )?;
     let dst_index = list_index(
         Some(ctx.op),
-        "dla_bdma_transfer_desc.destination_address",
+        fld!("dla_bdma_transfer_desc.destination_address").name(),
         t.destination_address,
     )?;
     let too_big = |len: u64| ctx.invalid(F, len.min(u64::from(u32::MAX)) as u32);
@@ -152,13 +154,23 @@ fn program_transfer<H: Hw>(
     ctx.wr(
         Block::Bdma,
         bdma::CFG_LINE,
-        bdma::CFG_LINE::SIZE.val((t.line_size >> 5) - 1).value,
+        bdma::CFG_LINE::SIZE
+            .val((t.line_size >> 5).wrapping_sub(1))
+            .value,
     )?;
     ctx.wr(Block::Bdma, bdma::CFG_CMD, cmd)?;
-    ctx.wr(Block::Bdma, bdma::CFG_LINE_REPEAT, t.line_repeat - 1)?;
+    ctx.wr(
+        Block::Bdma,
+        bdma::CFG_LINE_REPEAT,
+        t.line_repeat.wrapping_sub(1),
+    )?;
     ctx.wr(Block::Bdma, bdma::CFG_SRC_LINE, t.source_line)?;
     ctx.wr(Block::Bdma, bdma::CFG_DST_LINE, t.destination_line)?;
-    ctx.wr(Block::Bdma, bdma::CFG_SURF_REPEAT, t.surface_repeat - 1)?;
+    ctx.wr(
+        Block::Bdma,
+        bdma::CFG_SURF_REPEAT,
+        t.surface_repeat.wrapping_sub(1),
+    )?;
     ctx.wr(Block::Bdma, bdma::CFG_SRC_SURF, t.source_surface)?;
     ctx.wr(Block::Bdma, bdma::CFG_DST_SURF, t.destination_surface)?;
     // Commit the transfer to the queue.

@@ -3,6 +3,7 @@
 
 use nvdla_loadable::dla::{CdpOpDesc, CdpSurfaceDesc};
 
+use super::fields::fld;
 use super::lut::{self, LutRegs};
 use super::{hi, lo, on_the_fly, Ctx};
 use crate::error::Error;
@@ -29,6 +30,7 @@ const LUT: LutRegs = LutRegs {
 
 /// Programs the selected CDP and CDP_RDMA register groups (and the LUT). Returns the LUT
 /// index loaded, -1 for none.
+#[inline(never)]
 pub(super) fn program<H: Hw>(
     ctx: &mut Ctx<'_, H>,
     op: &CdpOpDesc,
@@ -39,41 +41,58 @@ pub(super) fn program<H: Hw>(
     )?;
     let src = &s.src_data;
     let dst = &s.dst_data;
-    ctx.check(!on_the_fly(src), "dla_cdp_surface_desc.src_data.type", 2)?;
-    ctx.check(!on_the_fly(dst), "dla_cdp_surface_desc.dst_data.type", 2)?;
+    ctx.check(
+        !on_the_fly(src),
+        fld!("dla_cdp_surface_desc.src_data.type"),
+        2,
+    )?;
+    ctx.check(
+        !on_the_fly(dst),
+        fld!("dla_cdp_surface_desc.dst_data.type"),
+        2,
+    )?;
     ctx.check(
         op.in_precision == op.out_precision,
-        "dla_cdp_op_desc.out_precision",
+        fld!("dla_cdp_op_desc.out_precision"),
         u32::from(op.out_precision),
     )?;
-    let precision = ctx.precision(op.in_precision, "dla_cdp_op_desc.in_precision")?;
-    let src_ram = ctx.ram(src.mem_type, "dla_cdp_surface_desc.src_data.type")?;
-    let dst_ram = ctx.ram(dst.mem_type, "dla_cdp_surface_desc.dst_data.type")?;
+    let precision = ctx.precision(op.in_precision, fld!("dla_cdp_op_desc.in_precision"))?;
+    let src_ram = ctx.ram(src.mem_type, fld!("dla_cdp_surface_desc.src_data.type"))?;
+    let dst_ram = ctx.ram(dst.mem_type, fld!("dla_cdp_surface_desc.dst_data.type"))?;
     // Normalisation window of 3, 5, 7 or 9 channels.
     ctx.check(
         matches!(op.local_size, 3 | 5 | 7 | 9),
-        "dla_cdp_op_desc.local_size",
+        fld!("dla_cdp_op_desc.local_size"),
         u32::from(op.local_size),
     )?;
 
-    let input = ctx.input_addr(src, 1, "dla_cdp_surface_desc.src_data.address")?;
-    let output = ctx.cube_addr(dst, "dla_cdp_surface_desc.dst_data.address")?;
-    let lut_param = if op.lut_index >= 0 {
-        Some(ctx.task.read_lut(ctx.hw, op.lut_index)?)
+    let input = ctx.input_addr(src, 1, fld!("dla_cdp_surface_desc.src_data.address"))?;
+    let output = ctx.cube_addr(dst, fld!("dla_cdp_surface_desc.dst_data.address"))?;
+    // Bound by reference below: moving the 700-byte LUT out of the result would copy it.
+    let lut_read = if op.lut_index >= 0 {
+        Some(ctx.task.read_lut(ctx.hw, op.lut_index))
     } else {
         None
+    };
+    let lut_param = match &lut_read {
+        Some(Err(e)) => return Err(*e),
+        Some(Ok(l)) => Some(l),
+        None => None,
     };
 
     {
         use cdp_rdma::*;
-        let w = ctx.m1(u32::from(src.width), "dla_cdp_surface_desc.src_data.width")?;
+        let w = ctx.m1(
+            u32::from(src.width),
+            fld!("dla_cdp_surface_desc.src_data.width"),
+        )?;
         let h = ctx.m1(
             u32::from(src.height),
-            "dla_cdp_surface_desc.src_data.height",
+            fld!("dla_cdp_surface_desc.src_data.height"),
         )?;
         let c = ctx.m1(
             u32::from(src.channel),
-            "dla_cdp_surface_desc.src_data.channel",
+            fld!("dla_cdp_surface_desc.src_data.channel"),
         )?;
         let b = Block::CdpRdma;
         ctx.wr(b, D_DATA_CUBE_WIDTH, D_DATA_CUBE_WIDTH::WIDTH.val(w).value)?;
@@ -105,7 +124,7 @@ pub(super) fn program<H: Hw>(
         )?;
     }
 
-    if let Some(l) = &lut_param {
+    if let Some(l) = lut_param {
         lut::program(ctx, &LUT, l, precision)?;
     }
 
@@ -128,7 +147,7 @@ pub(super) fn program<H: Hw>(
             .value,
     )?;
     // 3 → LEN3 (0), 5 → LEN5 (1), ...
-    let len = u32::from(op.local_size - 1) / 2 - 1;
+    let len = (u32::from(op.local_size).wrapping_sub(1) / 2).wrapping_sub(1);
     ctx.wr(b, D_LRN_CFG, D_LRN_CFG::NORMALZ_LEN.val(len).value)?;
     // Converter parameters go in whole, sign-extended, as the reference firmware writes
     // them; the hardware uses the low bits of each field.

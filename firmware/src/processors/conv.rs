@@ -9,6 +9,7 @@ use nvdla_loadable::dla::{
     ConvMode, ConvOpDesc, ConvSurfaceDesc, DataFormat, MeanFormat, PixelMapping, WeightFormat,
 };
 
+use super::fields::fld;
 use super::{hi, lo, Ctx};
 use crate::config::Feature;
 use crate::error::Error;
@@ -67,6 +68,7 @@ fn group_status(v: u32, group: u8) -> u32 {
 }
 
 /// Programs the selected register group of CACC, CMAC_A/B, CSC and CDMA.
+#[inline(never)]
 pub(super) fn program<H: Hw>(
     ctx: &mut Ctx<'_, H>,
     group: u8,
@@ -74,63 +76,85 @@ pub(super) fn program<H: Hw>(
     s: &ConvSurfaceDesc,
 ) -> Result<(), Error> {
     let atom = ctx.cfg.atom_size();
-    let mode = ConvMode::try_from(op.conv_mode)
-        .map_err(|_| ctx.invalid("dla_conv_op_desc.conv_mode", u32::from(op.conv_mode)))?;
+    let mode = ctx.or_invalid(
+        ConvMode::try_from(op.conv_mode),
+        ConvMode::Direct,
+        fld!("dla_conv_op_desc.conv_mode"),
+        op.conv_mode,
+    );
     if mode == ConvMode::Winograd {
         ctx.need(Feature::Winograd)?;
     }
-    let in_p = ctx.precision(op.in_precision, "dla_conv_op_desc.in_precision")?;
-    let out_p = ctx.precision(op.out_precision, "dla_conv_op_desc.out_precision")?;
-    let format = DataFormat::try_from(op.data_format)
-        .map_err(|_| ctx.invalid("dla_conv_op_desc.data_format", u32::from(op.data_format)))?;
-    let weight_format = WeightFormat::try_from(op.weight_format).map_err(|_| {
-        ctx.invalid(
-            "dla_conv_op_desc.weight_format",
-            u32::from(op.weight_format),
-        )
-    })?;
-    let mapping = PixelMapping::try_from(op.pixel_mapping).map_err(|_| {
-        ctx.invalid(
-            "dla_conv_op_desc.pixel_mapping",
-            u32::from(op.pixel_mapping),
-        )
-    })?;
-    let mean = MeanFormat::try_from(op.mean_format)
-        .map_err(|_| ctx.invalid("dla_conv_op_desc.mean_format", u32::from(op.mean_format)))?;
+    let in_p = ctx.precision(op.in_precision, fld!("dla_conv_op_desc.in_precision"))?;
+    let out_p = ctx.precision(op.out_precision, fld!("dla_conv_op_desc.out_precision"))?;
+    let format = ctx.or_invalid(
+        DataFormat::try_from(op.data_format),
+        DataFormat::Feature,
+        fld!("dla_conv_op_desc.data_format"),
+        op.data_format,
+    );
+    let weight_format = ctx.or_invalid(
+        WeightFormat::try_from(op.weight_format),
+        WeightFormat::Uncompressed,
+        fld!("dla_conv_op_desc.weight_format"),
+        op.weight_format,
+    );
+    let mapping = ctx.or_invalid(
+        PixelMapping::try_from(op.pixel_mapping),
+        PixelMapping::PitchLinear,
+        fld!("dla_conv_op_desc.pixel_mapping"),
+        op.pixel_mapping,
+    );
+    let mean = ctx.or_invalid(
+        MeanFormat::try_from(op.mean_format),
+        MeanFormat::Disable,
+        fld!("dla_conv_op_desc.mean_format"),
+        op.mean_format,
+    );
 
     let mut wmb = 0;
     let mut wgs = 0;
     if weight_format == WeightFormat::Compressed {
         ctx.need(Feature::WeightCompression)?;
-        wmb = ctx.cube_addr(&s.wmb_data, "dla_conv_surface_desc.wmb_data.address")?;
-        wgs = ctx.cube_addr(&s.wgs_data, "dla_conv_surface_desc.wgs_data.address")?;
+        wmb = ctx.cube_addr(&s.wmb_data, fld!("dla_conv_surface_desc.wmb_data.address"))?;
+        wgs = ctx.cube_addr(&s.wgs_data, fld!("dla_conv_surface_desc.wgs_data.address"))?;
     }
     let weight = if s.weight_data.address != -1 {
-        ctx.cube_addr(&s.weight_data, "dla_conv_surface_desc.weight_data.address")?
+        ctx.cube_addr(
+            &s.weight_data,
+            fld!("dla_conv_surface_desc.weight_data.address"),
+        )?
     } else {
         0
     };
     let output = if s.dst_data.address != -1 {
-        ctx.cube_addr(&s.dst_data, "dla_conv_surface_desc.dst_data.address")?
+        ctx.cube_addr(&s.dst_data, fld!("dla_conv_surface_desc.dst_data.address"))?
     } else {
         0
     };
     let (pixel_code, bpp) = pixel_format(format);
-    let input = ctx.input_addr(&s.src_data, bpp, "dla_conv_surface_desc.src_data.address")?;
+    let input = ctx.input_addr(
+        &s.src_data,
+        bpp,
+        fld!("dla_conv_surface_desc.src_data.address"),
+    )?;
     ctx.check(
         op.out_cvt.scale == 1,
-        "dla_conv_op_desc.out_cvt.scale",
+        fld!("dla_conv_op_desc.out_cvt.scale"),
         op.out_cvt.scale as u32,
     )?;
     ctx.check(
         op.out_cvt.offset == 0,
-        "dla_conv_op_desc.out_cvt.offset",
+        fld!("dla_conv_op_desc.out_cvt.offset"),
         op.out_cvt.offset as u32,
     )?;
-    let src_ram = ctx.ram(s.src_data.mem_type, "dla_conv_surface_desc.src_data.type")?;
+    let src_ram = ctx.ram(
+        s.src_data.mem_type,
+        fld!("dla_conv_surface_desc.src_data.type"),
+    )?;
     let weight_ram = ctx.ram(
         s.weight_data.mem_type,
-        "dla_conv_surface_desc.weight_data.type",
+        fld!("dla_conv_surface_desc.weight_data.type"),
     )?;
 
     // The group about to be programmed must be idle in every unit.
@@ -142,7 +166,11 @@ pub(super) fn program<H: Hw>(
         (Block::Cdma, cdma::S_STATUS),
     ] {
         let v = ctx.rd(block, reg)?;
-        ctx.check(group_status(v, group) == 0, "S_STATUS (group busy)", v)?;
+        ctx.check(
+            group_status(v, group) == 0,
+            fld!("S_STATUS (group busy)"),
+            v,
+        )?;
     }
 
     let dst = &s.dst_data;
@@ -150,17 +178,17 @@ pub(super) fn program<H: Hw>(
     let f = |name| name;
     let out_w = ctx.m1(
         u32::from(dst.width),
-        f("dla_conv_surface_desc.dst_data.width"),
+        f(fld!("dla_conv_surface_desc.dst_data.width")),
     )?;
     let out_h = ctx.m1(
         u32::from(dst.height),
-        f("dla_conv_surface_desc.dst_data.height"),
+        f(fld!("dla_conv_surface_desc.dst_data.height")),
     )?;
     let out_c = ctx.m1(
         u32::from(dst.channel),
-        f("dla_conv_surface_desc.dst_data.channel"),
+        f(fld!("dla_conv_surface_desc.dst_data.channel")),
     )?;
-    let batch = ctx.m1(u32::from(op.batch), "dla_conv_op_desc.batch")?;
+    let batch = ctx.m1(u32::from(op.batch), fld!("dla_conv_op_desc.batch"))?;
     let mode_v = u32::from(mode.raw());
     let out_pv = u32::from(out_p.raw());
 
@@ -193,7 +221,7 @@ pub(super) fn program<H: Hw>(
             // A 1x1 output is one atom per surface: lines and surfaces are packed.
             ctx.check(
                 dst.line_stride == u32::from(dst.width) * atom,
-                "dla_conv_surface_desc.dst_data.line_stride",
+                fld!("dla_conv_surface_desc.dst_data.line_stride"),
                 dst.line_stride,
             )?;
             D_DATAOUT_MAP::LINE_PACKED::TRUE + D_DATAOUT_MAP::SURF_PACKED::TRUE
@@ -215,56 +243,65 @@ pub(super) fn program<H: Hw>(
     let reuse = |v: u8| u32::from(v);
     let w_csc = ctx.m1(
         u32::from(op.input_width_csc),
-        "dla_conv_op_desc.input_width_csc",
+        fld!("dla_conv_op_desc.input_width_csc"),
     )?;
     let h_csc = ctx.m1(
         u32::from(op.input_height_csc),
-        "dla_conv_op_desc.input_height_csc",
+        fld!("dla_conv_op_desc.input_height_csc"),
     )?;
     let c_csc = ctx.m1(
         u32::from(op.input_channel_csc),
-        "dla_conv_op_desc.input_channel_csc",
+        fld!("dla_conv_op_desc.input_channel_csc"),
     )?;
     let kw = ctx.m1(
         u32::from(op.kernel_width_csc),
-        "dla_conv_op_desc.kernel_width_csc",
+        fld!("dla_conv_op_desc.kernel_width_csc"),
     )?;
     let kh = ctx.m1(
         u32::from(op.kernel_height_csc),
-        "dla_conv_op_desc.kernel_height_csc",
+        fld!("dla_conv_op_desc.kernel_height_csc"),
     )?;
     let kc = ctx.m1(
         u32::from(op.kernel_channel_csc),
-        "dla_conv_op_desc.kernel_channel_csc",
+        fld!("dla_conv_op_desc.kernel_channel_csc"),
     )?;
     let w_cmac = ctx.m1(
         u32::from(op.input_width_cmac),
-        "dla_conv_op_desc.input_width_cmac",
+        fld!("dla_conv_op_desc.input_width_cmac"),
     )?;
     let h_cmac = ctx.m1(
         u32::from(op.input_height_cmac),
-        "dla_conv_op_desc.input_height_cmac",
+        fld!("dla_conv_op_desc.input_height_cmac"),
     )?;
     let entries = ctx.m1(
         u32::from(op.entry_per_slice),
-        "dla_conv_op_desc.entry_per_slice",
+        fld!("dla_conv_op_desc.entry_per_slice"),
     )?;
-    let release = ctx.m1(u32::from(op.release), "dla_conv_op_desc.release")?;
-    let data_bank = ctx.m1(u32::from(op.data_bank), "dla_conv_op_desc.data_bank")?;
-    let weight_bank = ctx.m1(u32::from(op.weight_bank), "dla_conv_op_desc.weight_bank")?;
-    let dil_x = ctx.m1(u32::from(op.dilation_x), "dla_conv_op_desc.dilation_x")?;
-    let dil_y = ctx.m1(u32::from(op.dilation_y), "dla_conv_op_desc.dilation_y")?;
+    let release = ctx.m1(u32::from(op.release), fld!("dla_conv_op_desc.release"))?;
+    let data_bank = ctx.m1(u32::from(op.data_bank), fld!("dla_conv_op_desc.data_bank"))?;
+    let weight_bank = ctx.m1(
+        u32::from(op.weight_bank),
+        fld!("dla_conv_op_desc.weight_bank"),
+    )?;
+    let dil_x = ctx.m1(
+        u32::from(op.dilation_x),
+        fld!("dla_conv_op_desc.dilation_x"),
+    )?;
+    let dil_y = ctx.m1(
+        u32::from(op.dilation_y),
+        fld!("dla_conv_op_desc.dilation_y"),
+    )?;
     let stride_x = ctx.m1(
         u32::from(op.conv_stride_x),
-        "dla_conv_op_desc.conv_stride_x",
+        fld!("dla_conv_op_desc.conv_stride_x"),
     )?;
     let stride_y = ctx.m1(
         u32::from(op.conv_stride_y),
-        "dla_conv_op_desc.conv_stride_y",
+        fld!("dla_conv_op_desc.conv_stride_y"),
     )?;
     let atomics = (u32::from(dst.width) * u32::from(dst.height))
         .checked_sub(1)
-        .ok_or(ctx.invalid("dla_conv_surface_desc.dst_data.width", 0))?;
+        .ok_or(ctx.invalid(fld!("dla_conv_surface_desc.dst_data.width"), 0))?;
 
     // CSC.
     {
@@ -419,14 +456,17 @@ pub(super) fn program<H: Hw>(
                 + D_DATAIN_FORMAT::PIXEL_SIGN_OVERRIDE.val(u32::from(op.pixel_override)))
             .value,
         )?;
-        let w = ctx.m1(u32::from(src.width), "dla_conv_surface_desc.src_data.width")?;
+        let w = ctx.m1(
+            u32::from(src.width),
+            fld!("dla_conv_surface_desc.src_data.width"),
+        )?;
         let h = ctx.m1(
             u32::from(src.height),
-            "dla_conv_surface_desc.src_data.height",
+            fld!("dla_conv_surface_desc.src_data.height"),
         )?;
         let c = ctx.m1(
             u32::from(src.channel),
-            "dla_conv_surface_desc.src_data.channel",
+            fld!("dla_conv_surface_desc.src_data.channel"),
         )?;
         ctx.wr(
             b,
@@ -476,7 +516,10 @@ pub(super) fn program<H: Hw>(
             D_ENTRY_PER_SLICE,
             D_ENTRY_PER_SLICE::ENTRIES.val(entries).value,
         )?;
-        let grains = ctx.m1(u32::from(op.fetch_grain), "dla_conv_op_desc.fetch_grain")?;
+        let grains = ctx.m1(
+            u32::from(op.fetch_grain),
+            fld!("dla_conv_op_desc.fetch_grain"),
+        )?;
         ctx.wr(b, D_FETCH_GRAIN, D_FETCH_GRAIN::GRAINS.val(grains).value)?;
         ctx.wr(
             b,
@@ -485,7 +528,10 @@ pub(super) fn program<H: Hw>(
                 .val(u32::from(weight_format.raw()))
                 .value,
         )?;
-        let bpk = ctx.m1(op.bytes_per_kernel, "dla_conv_op_desc.bytes_per_kernel")?;
+        let bpk = ctx.m1(
+            op.bytes_per_kernel,
+            fld!("dla_conv_op_desc.bytes_per_kernel"),
+        )?;
         ctx.wr(
             b,
             D_WEIGHT_SIZE_0,

@@ -12,6 +12,7 @@
 
 use nvdla_loadable::dla::{LutParam, Precision};
 
+use super::fields::fld;
 use super::Ctx;
 use crate::error::Error;
 use crate::hw::Hw;
@@ -47,10 +48,16 @@ pub(super) fn program<H: Hw>(
         S_LUT_LO_SLOPE_SHIFT as LOSH,
     };
     for (field, v) in [
-        ("dla_lut_param.method", lut.method),
-        ("dla_lut_param.hybrid_priority", lut.hybrid_priority),
-        ("dla_lut_param.underflow_priority", lut.underflow_priority),
-        ("dla_lut_param.overflow_priority", lut.overflow_priority),
+        (fld!("dla_lut_param.method"), lut.method),
+        (fld!("dla_lut_param.hybrid_priority"), lut.hybrid_priority),
+        (
+            fld!("dla_lut_param.underflow_priority"),
+            lut.underflow_priority,
+        ),
+        (
+            fld!("dla_lut_param.overflow_priority"),
+            lut.overflow_priority,
+        ),
     ] {
         ctx.check(v <= 1, field, u32::from(v))?;
     }

@@ -15,6 +15,8 @@
 //! the same values as NVIDIA's reference firmware, and check every descriptor field they
 //! use. Fields are masked to their register width.
 
+use core::cell::Cell;
+
 use nvdla_loadable::dla::{DataCube, MemType, OpDesc, OpType, Precision, SurfaceDesc};
 
 use crate::config::{Feature, HwConfig};
@@ -22,10 +24,12 @@ use crate::error::{Error, OpRef};
 use crate::hw::Hw;
 use crate::regs::{glb, Block};
 use crate::task::{list_index, TaskInfo};
+use fields::{fld, Fld};
 
 mod bdma;
 mod cdp;
 mod conv;
+mod fields;
 mod lut;
 mod pdp;
 mod rubik;
@@ -58,6 +62,16 @@ impl Ram {
 }
 
 /// Everything a processor needs while it programs one operation.
+///
+/// Register accesses and the most frequent field checks ([`Ctx::wr`], [`Ctx::rd`],
+/// [`Ctx::check`], [`Ctx::m1`]) do not stop the caller at the first failure: they record it
+/// (the first one only), and from then on no register is read or written. The entry points
+/// of this module ([`program`], [`enable`], [`set_producer`], [`consumer_pointers`]) return
+/// that first error ([`Ctx::finish`]), so the hardware sees exactly the accesses before it,
+/// as if the code had returned there. This keeps one call and no error branch per register
+/// and per check in the code, which is most of the firmware's size. Code after such a
+/// check must therefore not rely on it (no indexing or unchecked arithmetic with the
+/// value): it runs, with its writes dropped.
 pub(crate) struct Ctx<'a, H: Hw> {
     /// The hardware.
     pub hw: &'a mut H,
@@ -67,19 +81,110 @@ pub(crate) struct Ctx<'a, H: Hw> {
     pub task: &'a TaskInfo,
     /// The operation being programmed or enabled.
     pub op: OpRef,
+    /// The first failure, once there is one.
+    err: Cell<Option<Error>>,
+}
+
+impl<'a, H: Hw> Ctx<'a, H> {
+    /// A context for `op`.
+    pub(crate) fn new(hw: &'a mut H, cfg: &'a HwConfig, task: &'a TaskInfo, op: OpRef) -> Self {
+        Ctx {
+            hw,
+            cfg,
+            task,
+            op,
+            err: Cell::new(None),
+        }
+    }
 }
 
 impl<H: Hw> Ctx<'_, H> {
-    /// Writes register `offset` of unit `block`.
+    /// Whether nothing failed so far.
+    #[inline(always)]
+    pub(crate) fn ok(&self) -> bool {
+        self.err.get().is_none()
+    }
+
+    /// Records `e` unless an earlier failure is recorded.
+    #[cold]
+    #[inline(never)]
+    fn fail(&self, e: Error) {
+        if self.ok() {
+            self.err.set(Some(e));
+        }
+    }
+
+    /// Records an [`Error::InvalidField`] (see [`Ctx::fail`]).
+    #[cold]
+    #[inline(never)]
+    fn fail_field(&self, field: Fld, value: u32) {
+        self.fail(self.invalid(field, value));
+    }
+
+    /// The result of a processor function: the first recorded failure if there is one
+    /// (it happened before anything `r` can report), else `r`.
+    pub(crate) fn finish<T>(&self, r: Result<T, Error>) -> Result<T, Error> {
+        match self.err.get() {
+            Some(e) => Err(e),
+            None => r,
+        }
+    }
+
+    /// Writes register `offset` of unit `block` (nothing after a failure; a failed write
+    /// is recorded).
+    #[inline(always)]
     pub(crate) fn wr(&mut self, block: Block, offset: u32, value: u32) -> Result<(), Error> {
-        self.hw
-            .reg_write(block.base(self.cfg.version()) + offset, value)?;
+        // One constant per call site: the CSB address when one register map is compiled
+        // in, else the unit and the offset inside it (below 4 KiB).
+        match HwConfig::ONLY_VERSION {
+            Some(v) => self.write_at(block.base(v) + offset, value),
+            None => self.write_in(block_index(block) << 12 | (offset & 0xfff), value),
+        }
         Ok(())
     }
 
-    /// Reads register `offset` of unit `block`.
+    #[inline(never)]
+    fn write_in(&mut self, reg: u32, value: u32) {
+        if self.ok() {
+            let block = BLOCKS
+                .get((reg >> 12) as usize)
+                .copied()
+                .unwrap_or(Block::Glb);
+            let addr = block.base(self.cfg.version()) + (reg & 0xfff);
+            if let Err(e) = self.hw.reg_write(addr, value) {
+                self.fail(e.into());
+            }
+        }
+    }
+
+    #[inline(never)]
+    fn write_at(&mut self, addr: u32, value: u32) {
+        if self.ok() {
+            if let Err(e) = self.hw.reg_write(addr, value) {
+                self.fail(e.into());
+            }
+        }
+    }
+
+    /// Reads register `offset` of unit `block` (0 without an access after a failure; a
+    /// failed read is recorded and reads 0).
+    #[inline(always)]
     pub(crate) fn rd(&mut self, block: Block, offset: u32) -> Result<u32, Error> {
-        Ok(self.hw.reg_read(block.base(self.cfg.version()) + offset)?)
+        Ok(self.read(block, offset))
+    }
+
+    #[inline(never)]
+    fn read(&mut self, block: Block, offset: u32) -> u32 {
+        if !self.ok() {
+            return 0;
+        }
+        match self.hw.reg_read(block.base(self.cfg.version()) + offset) {
+            Ok(v) => v,
+            Err(e) => {
+                self.fail(e.into());
+                0
+            }
+        }
     }
 
     /// Reads a register until `done` accepts its value: for at most [`POLL_TIMEOUT_MS`]
@@ -93,8 +198,8 @@ impl<H: Hw> Ctx<'_, H> {
         let start = self.hw.now_ms();
         let mut reads = 0u32;
         let last = loop {
-            let v = self.rd(block, offset)?;
-            if done(v) {
+            let v = self.read(block, offset);
+            if done(v) || !self.ok() {
                 return Ok(v);
             }
             reads = reads.saturating_add(1);
@@ -114,6 +219,7 @@ impl<H: Hw> Ctx<'_, H> {
     }
 
     /// Unmasks GLB interrupt sources (`S_INTR_MASK` bits are 1 = masked).
+    #[inline(never)]
     pub(crate) fn unmask_interrupts(&mut self, bits: u32) -> Result<(), Error> {
         let mask = self.rd(Block::Glb, glb::S_INTR_MASK)?;
         self.wr(Block::Glb, glb::S_INTR_MASK, mask & !bits)
@@ -132,30 +238,62 @@ impl<H: Hw> Ctx<'_, H> {
     }
 
     /// An [`Error::InvalidField`] for this operation.
-    pub(crate) fn invalid(&self, field: &'static str, value: u32) -> Error {
+    pub(crate) fn invalid(&self, field: Fld, value: u32) -> Error {
         Error::InvalidField {
             op: self.op,
-            field,
+            field: field.name(),
             value,
         }
     }
 
-    /// Fails with [`Error::InvalidField`] unless `ok`.
-    pub(crate) fn check(&self, ok: bool, field: &'static str, value: u32) -> Result<(), Error> {
-        if ok {
-            Ok(())
-        } else {
-            Err(self.invalid(field, value))
+    /// Records an [`Error::InvalidField`] unless `ok` (see [`Ctx`]).
+    #[inline(always)]
+    pub(crate) fn check(&self, ok: bool, field: Fld, value: u32) -> Result<(), Error> {
+        if !ok {
+            self.fail_field(field, value);
+        }
+        Ok(())
+    }
+
+    /// `parsed`, or `default` after recording an [`Error::InvalidField`] for `raw` (see
+    /// [`Ctx`]).
+    #[inline(always)]
+    pub(crate) fn or_invalid<T, E>(
+        &self,
+        parsed: Result<T, E>,
+        default: T,
+        field: Fld,
+        raw: u8,
+    ) -> T {
+        match parsed {
+            Ok(v) => v,
+            Err(_) => {
+                self.fail_field(field, u32::from(raw));
+                default
+            }
         }
     }
 
-    /// `value - 1` for a count the hardware stores minus one; zero is rejected.
-    pub(crate) fn m1(&self, value: u32, field: &'static str) -> Result<u32, Error> {
-        value.checked_sub(1).ok_or(self.invalid(field, value))
+    /// `value - 1` for a count the hardware stores minus one; zero is recorded as an
+    /// [`Error::InvalidField`] and gives 0 (see [`Ctx`]).
+    #[inline(always)]
+    pub(crate) fn m1(&self, value: u32, field: Fld) -> Result<u32, Error> {
+        Ok(self.minus_one(value, field))
+    }
+
+    #[inline(never)]
+    fn minus_one(&self, value: u32, field: Fld) -> u32 {
+        match value.checked_sub(1) {
+            Some(v) => v,
+            None => {
+                self.fail_field(field, value);
+                0
+            }
+        }
     }
 
     /// A precision field, checked against the build's supported data types.
-    pub(crate) fn precision(&self, raw: u8, field: &'static str) -> Result<Precision, Error> {
+    pub(crate) fn precision(&self, raw: u8, field: Fld) -> Result<Precision, Error> {
         let p = Precision::try_from(raw).map_err(|_| self.invalid(field, u32::from(raw)))?;
         if p != Precision::Int8 {
             self.need(Feature::WidePrecision)?;
@@ -163,22 +301,81 @@ impl<H: Hw> Ctx<'_, H> {
         Ok(p)
     }
 
-    /// The memory type of a cube, which must be in RAM (MC, or CV on builds with CV-SRAM).
-    pub(crate) fn ram(&self, mem_type: u16, field: &'static str) -> Result<Ram, Error> {
+    /// The memory type of a cube, which must be in RAM (MC, or CV on builds with CV-SRAM);
+    /// any other is recorded (see [`Ctx`]) and reads as MC.
+    #[inline(always)]
+    pub(crate) fn ram(&self, mem_type: u16, field: Fld) -> Result<Ram, Error> {
+        Ok(self.ram_of(mem_type, field))
+    }
+
+    #[inline(never)]
+    fn ram_of(&self, mem_type: u16, field: Fld) -> Ram {
         match MemType::from_raw(u32::from(mem_type)) {
-            Ok(MemType::Mc) => Ok(Ram::Mc),
+            Ok(MemType::Mc) => Ram::Mc,
             Ok(MemType::Cv) => {
-                self.need(Feature::Cvsram)?;
-                Ok(Ram::Cv)
+                if let Err(e) = self.need(Feature::Cvsram) {
+                    self.fail(e);
+                }
+                Ram::Cv
             }
-            _ => Err(self.invalid(field, u32::from(mem_type))),
+            _ => {
+                self.fail_field(field, u32::from(mem_type));
+                Ram::Mc
+            }
         }
     }
 
     /// Device address of a data cube: its address-list entry plus its offset, checked so
-    /// that the cube's `size` bytes lie inside the entry's buffer.
-    pub(crate) fn cube_addr(&mut self, cube: &DataCube, field: &'static str) -> Result<u64, Error> {
-        let index = list_index(Some(self.op), field, cube.address)?;
+    /// that the cube's `size` bytes lie inside the entry's buffer. A failure is recorded
+    /// (see [`Ctx`]) and gives 0.
+    #[inline(always)]
+    pub(crate) fn cube_addr(&mut self, cube: &DataCube, field: Fld) -> Result<u64, Error> {
+        Ok(self.cube_address(cube, field))
+    }
+
+    #[inline(never)]
+    fn cube_address(&mut self, cube: &DataCube, field: Fld) -> u64 {
+        if !self.ok() {
+            return 0;
+        }
+        let r = self.cube_addr_of(cube, field);
+        self.value_or_fail(r)
+    }
+
+    /// Device address of an operation's input cube ([`Ctx::input_addr_of`]); a failure is
+    /// recorded (see [`Ctx`]) and gives 0.
+    #[inline(always)]
+    pub(crate) fn input_addr(
+        &mut self,
+        cube: &DataCube,
+        bpp: u32,
+        field: Fld,
+    ) -> Result<u64, Error> {
+        Ok(self.input_address(cube, bpp, field))
+    }
+
+    #[inline(never)]
+    fn input_address(&mut self, cube: &DataCube, bpp: u32, field: Fld) -> u64 {
+        if !self.ok() {
+            return 0;
+        }
+        let r = self.input_addr_of(cube, bpp, field);
+        self.value_or_fail(r)
+    }
+
+    fn value_or_fail(&self, r: Result<u64, Error>) -> u64 {
+        match r {
+            Ok(v) => v,
+            Err(e) => {
+                self.fail(e);
+                0
+            }
+        }
+    }
+
+    /// [`Ctx::cube_addr`], stopping at a failure.
+    fn cube_addr_of(&mut self, cube: &DataCube, field: Fld) -> Result<u64, Error> {
+        let index = list_index(Some(self.op), field.name(), cube.address)?;
         let addr = self
             .hw
             .address_at(index, u64::from(cube.offset), cube.size as usize)?;
@@ -188,12 +385,7 @@ impl<H: Hw> Ctx<'_, H> {
     /// Device address of an operation's input cube. On-the-fly input has none (0). With
     /// dynamic ROIs the network's input layer reads its ROI out of the full input surface,
     /// at the ROI's top-left corner (`bpp` bytes per pixel).
-    pub(crate) fn input_addr(
-        &mut self,
-        cube: &DataCube,
-        bpp: u32,
-        field: &'static str,
-    ) -> Result<u64, Error> {
+    fn input_addr_of(&mut self, cube: &DataCube, bpp: u32, field: Fld) -> Result<u64, Error> {
         if on_the_fly(cube) {
             return Ok(0);
         }
@@ -213,11 +405,53 @@ impl<H: Hw> Ctx<'_, H> {
             }
             (_, Some(_)) => Err(Error::NoAddress {
                 op: Some(self.op),
-                field,
+                field: field.name(),
                 value: cube.address,
             }),
-            (_, None) => self.cube_addr(cube, field),
+            (_, None) => self.cube_addr_of(cube, field),
         }
+    }
+}
+
+/// The units by [`block_index`].
+const BLOCKS: [Block; 16] = [
+    Block::Glb,
+    Block::Mcif,
+    Block::Cvif,
+    Block::Bdma,
+    Block::Cdma,
+    Block::Csc,
+    Block::CmacA,
+    Block::CmacB,
+    Block::Cacc,
+    Block::SdpRdma,
+    Block::Sdp,
+    Block::PdpRdma,
+    Block::Pdp,
+    Block::CdpRdma,
+    Block::Cdp,
+    Block::Rubik,
+];
+
+/// Index of `b` in [`BLOCKS`].
+const fn block_index(b: Block) -> u32 {
+    match b {
+        Block::Glb => 0,
+        Block::Mcif => 1,
+        Block::Cvif => 2,
+        Block::Bdma => 3,
+        Block::Cdma => 4,
+        Block::Csc => 5,
+        Block::CmacA => 6,
+        Block::CmacB => 7,
+        Block::Cacc => 8,
+        Block::SdpRdma => 9,
+        Block::Sdp => 10,
+        Block::PdpRdma => 11,
+        Block::Pdp => 12,
+        Block::CdpRdma => 13,
+        Block::Cdp => 14,
+        Block::Rubik => 15,
     }
 }
 
@@ -266,7 +500,9 @@ pub(crate) fn prepare(op: &OpDesc, surface: &SurfaceDesc) -> Prepared {
             p.rdma_needed = true;
             p.lut_index = o.lut_index;
         }
-        (_, SurfaceDesc::Bdma(s)) => p.empty = s.num_transfers == 0,
+        (_, SurfaceDesc::Bdma(s)) if nvdla_hw::COMPILED_FEATURES.bdma => {
+            p.empty = s.num_transfers == 0
+        }
         _ => {}
     }
     p
@@ -274,6 +510,16 @@ pub(crate) fn prepare(op: &OpDesc, surface: &SurfaceDesc) -> Prepared {
 
 /// Selects register group `group` (and RDMA group `rdma`) as the target of CSB writes.
 pub(crate) fn set_producer<H: Hw>(
+    ctx: &mut Ctx<'_, H>,
+    ty: OpType,
+    group: u8,
+    rdma: u8,
+) -> Result<(), Error> {
+    let r = set_producer_of(ctx, ty, group, rdma);
+    ctx.finish(r)
+}
+
+fn set_producer_of<H: Hw>(
     ctx: &mut Ctx<'_, H>,
     ty: OpType,
     group: u8,
@@ -298,7 +544,11 @@ pub(crate) fn set_producer<H: Hw>(
             ctx.wr(Block::Cdp, crate::regs::cdp::S_POINTER, g)?;
             ctx.wr(Block::CdpRdma, crate::regs::cdp_rdma::S_POINTER, g)
         }
-        OpType::Rubik => ctx.wr(Block::Rubik, crate::regs::rubik::S_POINTER, g),
+        OpType::Rubik if nvdla_hw::COMPILED_FEATURES.rubik => {
+            ctx.wr(Block::Rubik, crate::regs::rubik::S_POINTER, g)
+        }
+        // Not compiled in: its operations are refused before they get here.
+        OpType::Rubik => Ok(()),
     }
 }
 
@@ -307,10 +557,16 @@ pub(crate) fn consumer_pointers<H: Hw>(
     ctx: &mut Ctx<'_, H>,
     ty: OpType,
 ) -> Result<(u8, u8), Error> {
+    let r = consumer_pointers_of(ctx, ty);
+    ctx.finish(r)
+}
+
+fn consumer_pointers_of<H: Hw>(ctx: &mut Ctx<'_, H>, ty: OpType) -> Result<(u8, u8), Error> {
     use crate::regs::{bdma, cacc, cdp, cdp_rdma, pdp, pdp_rdma, rubik, sdp, sdp_rdma};
     let pointer = |v: u32| cacc::S_POINTER::CONSUMER.read(v) as u8;
+    let any = &nvdla_hw::COMPILED_FEATURES;
     Ok(match ty {
-        OpType::Bdma => {
+        OpType::Bdma if any.bdma => {
             // BDMA has no pointer: a busy group 0 means the next launch goes to group 1.
             let st = ctx.rd(Block::Bdma, bdma::STATUS)?;
             (bdma::STATUS::GRP0_BUSY.read(st) as u8, 0)
@@ -328,7 +584,9 @@ pub(crate) fn consumer_pointers<H: Hw>(
             let g = pointer(ctx.rd(Block::Cdp, cdp::S_POINTER)?);
             (g, pointer(ctx.rd(Block::CdpRdma, cdp_rdma::S_POINTER)?))
         }
-        OpType::Rubik => (pointer(ctx.rd(Block::Rubik, rubik::S_POINTER)?), 0),
+        OpType::Rubik if any.rubik => (pointer(ctx.rd(Block::Rubik, rubik::S_POINTER)?), 0),
+        // Not compiled in: their operations are refused before they get here.
+        OpType::Bdma | OpType::Rubik => (0, 0),
     })
 }
 
@@ -341,15 +599,31 @@ pub(crate) fn program<H: Hw>(
     op: &OpDesc,
     surface: &SurfaceDesc,
 ) -> Result<i16, Error> {
+    let r = program_op(ctx, group, rdma_needed, op, surface);
+    ctx.finish(r)
+}
+
+fn program_op<H: Hw>(
+    ctx: &mut Ctx<'_, H>,
+    group: u8,
+    rdma_needed: bool,
+    op: &OpDesc,
+    surface: &SurfaceDesc,
+) -> Result<i16, Error> {
+    // BDMA and RUBIK descriptors are never read when no compiled-in build has them
+    // (`task::compiled_unit`); the guards let the compiler drop their arms.
+    let any = &nvdla_hw::COMPILED_FEATURES;
     match (op, surface) {
-        (OpDesc::Bdma(_), SurfaceDesc::Bdma(s)) => bdma::program(ctx, s).map(|_| -1),
+        (OpDesc::Bdma(_), SurfaceDesc::Bdma(s)) if any.bdma => bdma::program(ctx, s).map(|_| -1),
         (OpDesc::Conv(o), SurfaceDesc::Conv(s)) => conv::program(ctx, group, o, s).map(|_| -1),
         (OpDesc::Sdp(o), SurfaceDesc::Sdp(s)) => sdp::program(ctx, rdma_needed, o, s),
         (OpDesc::Pdp(o), SurfaceDesc::Pdp(s)) => pdp::program(ctx, o, s).map(|_| -1),
         (OpDesc::Cdp(o), SurfaceDesc::Cdp(s)) => cdp::program(ctx, o, s),
-        (OpDesc::Rubik(o), SurfaceDesc::Rubik(s)) => rubik::program(ctx, o, s).map(|_| -1),
+        (OpDesc::Rubik(o), SurfaceDesc::Rubik(s)) if any.rubik => {
+            rubik::program(ctx, o, s).map(|_| -1)
+        }
         // Both are read with the same op type, so they always match.
-        _ => Err(ctx.invalid("op_type", u32::from(op.op_type().raw()))),
+        _ => Err(ctx.invalid(fld!("op_type"), u32::from(op.op_type().raw()))),
     }
 }
 
@@ -361,10 +635,21 @@ pub(crate) fn enable<H: Hw>(
     group: u8,
     prepared: &Prepared,
 ) -> Result<bool, Error> {
+    let r = enable_op(ctx, ty, group, prepared);
+    ctx.finish(r)
+}
+
+fn enable_op<H: Hw>(
+    ctx: &mut Ctx<'_, H>,
+    ty: OpType,
+    group: u8,
+    prepared: &Prepared,
+) -> Result<bool, Error> {
     use crate::regs::{cdp, cdp_rdma, pdp, pdp_rdma, rubik, sdp, sdp_rdma};
     const ON: u32 = 1;
+    let any = &nvdla_hw::COMPILED_FEATURES;
     match ty {
-        OpType::Bdma => return bdma::enable(ctx, group, prepared.empty),
+        OpType::Bdma if any.bdma => return bdma::enable(ctx, group, prepared.empty),
         OpType::Conv => conv::enable(ctx)?,
         OpType::Sdp => {
             if prepared.rdma_needed {
@@ -382,7 +667,9 @@ pub(crate) fn enable<H: Hw>(
             ctx.wr(Block::CdpRdma, cdp_rdma::D_OP_ENABLE, ON)?;
             ctx.wr(Block::Cdp, cdp::D_OP_ENABLE, ON)?;
         }
-        OpType::Rubik => ctx.wr(Block::Rubik, rubik::D_OP_ENABLE, ON)?,
+        OpType::Rubik if any.rubik => ctx.wr(Block::Rubik, rubik::D_OP_ENABLE, ON)?,
+        // Not compiled in: their operations are refused before they get here.
+        OpType::Bdma | OpType::Rubik => {}
     }
     Ok(false)
 }

@@ -4,6 +4,7 @@
 
 use nvdla_loadable::dla::{DataCube, PdpOpDesc, PdpSurfaceDesc, Precision};
 
+use super::fields::{fld, Fld};
 use super::{hi, lo, on_the_fly, Ctx};
 use crate::error::Error;
 use crate::hw::Hw;
@@ -23,7 +24,7 @@ const RECIP_FP16: [u32; 8] = [
     0x7c00, 0x7800, 0x7555, 0x7400, 0x7266, 0x7155, 0x7092, 0x7000,
 ];
 
-fn check_cube<H: Hw>(ctx: &Ctx<'_, H>, c: &DataCube, field: &'static str) -> Result<(), Error> {
+fn check_cube<H: Hw>(ctx: &Ctx<'_, H>, c: &DataCube, field: Fld) -> Result<(), Error> {
     for v in [c.width, c.height, c.channel] {
         ctx.check(v <= MAX_CUBE_DIM, field, u32::from(v))?;
     }
@@ -36,6 +37,7 @@ fn partial(v: u16) -> u32 {
 }
 
 /// Programs the selected PDP (and, for memory input, PDP_RDMA) register group.
+#[inline(never)]
 pub(super) fn program<H: Hw>(
     ctx: &mut Ctx<'_, H>,
     op: &PdpOpDesc,
@@ -46,69 +48,82 @@ pub(super) fn program<H: Hw>(
     )?;
     let src = &s.src_data;
     let dst = &s.dst_data;
-    ctx.check(!on_the_fly(dst), "dla_pdp_surface_desc.dst_data.type", 2)?;
-    check_cube(ctx, src, "dla_pdp_surface_desc.src_data")?;
-    check_cube(ctx, dst, "dla_pdp_surface_desc.dst_data")?;
-    let precision = ctx.precision(op.precision, "dla_pdp_op_desc.precision")?;
+    ctx.check(
+        !on_the_fly(dst),
+        fld!("dla_pdp_surface_desc.dst_data.type"),
+        2,
+    )?;
+    check_cube(ctx, src, fld!("dla_pdp_surface_desc.src_data"))?;
+    check_cube(ctx, dst, fld!("dla_pdp_surface_desc.dst_data"))?;
+    let precision = ctx.precision(op.precision, fld!("dla_pdp_op_desc.precision"))?;
     for (v, f) in [
-        (op.stride_x, "dla_pdp_op_desc.stride_x"),
-        (op.stride_y, "dla_pdp_op_desc.stride_y"),
+        (op.stride_x, fld!("dla_pdp_op_desc.stride_x")),
+        (op.stride_y, fld!("dla_pdp_op_desc.stride_y")),
     ] {
         ctx.check((1..=8).contains(&v), f, u32::from(v))?;
     }
     ctx.check(
         (1..=MAX_SPLIT).contains(&op.split_num),
-        "dla_pdp_op_desc.split_num",
+        fld!("dla_pdp_op_desc.split_num"),
         u32::from(op.split_num),
     )?;
     ctx.check(
         op.pool_width < 8,
-        "dla_pdp_op_desc.pool_width",
+        fld!("dla_pdp_op_desc.pool_width"),
         u32::from(op.pool_width),
     )?;
     ctx.check(
         op.pool_height < 8,
-        "dla_pdp_op_desc.pool_height",
+        fld!("dla_pdp_op_desc.pool_height"),
         u32::from(op.pool_height),
     )?;
     ctx.check(
         op.pool_mode < 3,
-        "dla_pdp_op_desc.pool_mode",
+        fld!("dla_pdp_op_desc.pool_mode"),
         u32::from(op.pool_mode),
     )?;
     let fly = on_the_fly(src);
-    let dst_ram = ctx.ram(dst.mem_type, "dla_pdp_surface_desc.dst_data.type")?;
+    let dst_ram = ctx.ram(dst.mem_type, fld!("dla_pdp_surface_desc.dst_data.type"))?;
 
-    let input = ctx.input_addr(src, 1, "dla_pdp_surface_desc.src_data.address")?;
+    let input = ctx.input_addr(src, 1, fld!("dla_pdp_surface_desc.src_data.address"))?;
     let output = if dst.address != -1 {
-        ctx.cube_addr(dst, "dla_pdp_surface_desc.dst_data.address")?
+        ctx.cube_addr(dst, fld!("dla_pdp_surface_desc.dst_data.address"))?
     } else {
         0
     };
-    let split = u32::from(op.split_num - 1);
-    let in_w = ctx.m1(u32::from(src.width), "dla_pdp_surface_desc.src_data.width")?;
+    let split = u32::from(op.split_num).wrapping_sub(1);
+    let in_w = ctx.m1(
+        u32::from(src.width),
+        fld!("dla_pdp_surface_desc.src_data.width"),
+    )?;
     let in_h = ctx.m1(
         u32::from(src.height),
-        "dla_pdp_surface_desc.src_data.height",
+        fld!("dla_pdp_surface_desc.src_data.height"),
     )?;
     let in_c = ctx.m1(
         u32::from(src.channel),
-        "dla_pdp_surface_desc.src_data.channel",
+        fld!("dla_pdp_surface_desc.src_data.channel"),
     )?;
-    let out_w = ctx.m1(u32::from(dst.width), "dla_pdp_surface_desc.dst_data.width")?;
+    let out_w = ctx.m1(
+        u32::from(dst.width),
+        fld!("dla_pdp_surface_desc.dst_data.width"),
+    )?;
     let out_h = ctx.m1(
         u32::from(dst.height),
-        "dla_pdp_surface_desc.dst_data.height",
+        fld!("dla_pdp_surface_desc.dst_data.height"),
     )?;
     let out_c = ctx.m1(
         u32::from(dst.channel),
-        "dla_pdp_surface_desc.dst_data.channel",
+        fld!("dla_pdp_surface_desc.dst_data.channel"),
     )?;
-    let (sx, sy) = (u32::from(op.stride_x - 1), u32::from(op.stride_y - 1));
+    let (sx, sy) = (
+        u32::from(op.stride_x).wrapping_sub(1),
+        u32::from(op.stride_y).wrapping_sub(1),
+    );
 
     if !fly {
         use pdp_rdma::*;
-        let src_ram = ctx.ram(src.mem_type, "dla_pdp_surface_desc.src_data.type")?;
+        let src_ram = ctx.ram(src.mem_type, fld!("dla_pdp_surface_desc.src_data.type"))?;
         let b = Block::PdpRdma;
         ctx.wr(b, D_DATA_CUBE_IN_WIDTH, in_w)?;
         ctx.wr(b, D_DATA_CUBE_IN_HEIGHT, in_h)?;
@@ -159,7 +174,7 @@ pub(super) fn program<H: Hw>(
     } else {
         ctx.check(
             op.split_num == 1,
-            "dla_pdp_op_desc.split_num",
+            fld!("dla_pdp_op_desc.split_num"),
             u32::from(op.split_num),
         )?;
     }
@@ -239,8 +254,10 @@ pub(super) fn program<H: Hw>(
     } else {
         &RECIP_INT
     };
-    ctx.wr(b, D_RECIP_KERNEL_WIDTH, recip[usize::from(op.pool_width)])?;
-    ctx.wr(b, D_RECIP_KERNEL_HEIGHT, recip[usize::from(op.pool_height)])?;
+    // Checked above (and nothing is written after a failed check).
+    let recip_of = |k: u8| recip.get(usize::from(k)).copied().unwrap_or(0);
+    ctx.wr(b, D_RECIP_KERNEL_WIDTH, recip_of(op.pool_width))?;
+    ctx.wr(b, D_RECIP_KERNEL_HEIGHT, recip_of(op.pool_height))?;
     let padding = (D_POOLING_PADDING_CFG::PAD_LEFT.val(u32::from(op.pad_left))
         + D_POOLING_PADDING_CFG::PAD_RIGHT.val(u32::from(op.pad_right))
         + D_POOLING_PADDING_CFG::PAD_TOP.val(u32::from(op.pad_top))
@@ -249,7 +266,7 @@ pub(super) fn program<H: Hw>(
     if precision == Precision::Fp16 {
         // fp16 pooling pads with zero only.
         for &v in &op.padding_value {
-            ctx.check(v == 0, "dla_pdp_op_desc.padding_value", v as u32)?;
+            ctx.check(v == 0, fld!("dla_pdp_op_desc.padding_value"), v as u32)?;
         }
     }
     ctx.wr(b, D_POOLING_PADDING_CFG, padding)?;

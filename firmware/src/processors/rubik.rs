@@ -3,6 +3,7 @@
 
 use nvdla_loadable::dla::{RubikMode, RubikOpDesc, RubikSurfaceDesc};
 
+use super::fields::fld;
 use super::{hi, lo, on_the_fly, Ctx};
 use crate::config::Feature;
 use crate::error::Error;
@@ -10,6 +11,7 @@ use crate::hw::Hw;
 use crate::regs::{glb, rubik, Block};
 
 /// Programs the selected RUBIK register group.
+#[inline(never)]
 pub(super) fn program<H: Hw>(
     ctx: &mut Ctx<'_, H>,
     op: &RubikOpDesc,
@@ -21,16 +23,28 @@ pub(super) fn program<H: Hw>(
     )?;
     let src = &s.src_data;
     let dst = &s.dst_data;
-    ctx.check(!on_the_fly(src), "dla_rubik_surface_desc.src_data.type", 2)?;
-    ctx.check(!on_the_fly(dst), "dla_rubik_surface_desc.dst_data.type", 2)?;
-    let mode = RubikMode::try_from(op.mode)
-        .map_err(|_| ctx.invalid("dla_rubik_op_desc.mode", u32::from(op.mode)))?;
-    let precision = ctx.precision(op.precision, "dla_rubik_op_desc.precision")?;
-    let src_ram = ctx.ram(src.mem_type, "dla_rubik_surface_desc.src_data.type")?;
-    let dst_ram = ctx.ram(dst.mem_type, "dla_rubik_surface_desc.dst_data.type")?;
+    ctx.check(
+        !on_the_fly(src),
+        fld!("dla_rubik_surface_desc.src_data.type"),
+        2,
+    )?;
+    ctx.check(
+        !on_the_fly(dst),
+        fld!("dla_rubik_surface_desc.dst_data.type"),
+        2,
+    )?;
+    let mode = ctx.or_invalid(
+        RubikMode::try_from(op.mode),
+        RubikMode::Contract,
+        fld!("dla_rubik_op_desc.mode"),
+        op.mode,
+    );
+    let precision = ctx.precision(op.precision, fld!("dla_rubik_op_desc.precision"))?;
+    let src_ram = ctx.ram(src.mem_type, fld!("dla_rubik_surface_desc.src_data.type"))?;
+    let dst_ram = ctx.ram(dst.mem_type, fld!("dla_rubik_surface_desc.dst_data.type"))?;
 
-    let input = ctx.input_addr(src, 1, "dla_rubik_surface_desc.src_data.address")?;
-    let output = ctx.cube_addr(dst, "dla_rubik_surface_desc.dst_data.address")?;
+    let input = ctx.input_addr(src, 1, fld!("dla_rubik_surface_desc.src_data.address"))?;
+    let output = ctx.cube_addr(dst, fld!("dla_rubik_surface_desc.dst_data.address"))?;
 
     use rubik::*;
     ctx.wr(
@@ -47,15 +61,15 @@ pub(super) fn program<H: Hw>(
     )?;
     let w = ctx.m1(
         u32::from(src.width),
-        "dla_rubik_surface_desc.src_data.width",
+        fld!("dla_rubik_surface_desc.src_data.width"),
     )?;
     let h = ctx.m1(
         u32::from(src.height),
-        "dla_rubik_surface_desc.src_data.height",
+        fld!("dla_rubik_surface_desc.src_data.height"),
     )?;
     let c = ctx.m1(
         u32::from(src.channel),
-        "dla_rubik_surface_desc.src_data.channel",
+        fld!("dla_rubik_surface_desc.src_data.channel"),
     )?;
     ctx.wr(
         Block::Rubik,
@@ -72,7 +86,7 @@ pub(super) fn program<H: Hw>(
     if mode == RubikMode::Merge {
         ctx.check(
             src.plane_stride != 0 && src.plane_stride & 0x1f == 0,
-            "dla_rubik_surface_desc.src_data.plane_stride",
+            fld!("dla_rubik_surface_desc.src_data.plane_stride"),
             src.plane_stride,
         )?;
         ctx.wr(Block::Rubik, D_DAIN_PLANAR_STRIDE, src.plane_stride)?;
@@ -89,7 +103,7 @@ pub(super) fn program<H: Hw>(
     )?;
     let oc = ctx.m1(
         u32::from(dst.channel),
-        "dla_rubik_surface_desc.dst_data.channel",
+        fld!("dla_rubik_surface_desc.dst_data.channel"),
     )?;
     ctx.wr(
         Block::Rubik,
@@ -118,8 +132,8 @@ pub(super) fn program<H: Hw>(
                 D_CONTRACT_STRIDE_1,
                 u32::from(op.stride_y).wrapping_mul(dst.line_stride),
             )?;
-            let sx = ctx.m1(u32::from(op.stride_x), "dla_rubik_op_desc.stride_x")?;
-            let sy = ctx.m1(u32::from(op.stride_y), "dla_rubik_op_desc.stride_y")?;
+            let sx = ctx.m1(u32::from(op.stride_x), fld!("dla_rubik_op_desc.stride_x"))?;
+            let sy = ctx.m1(u32::from(op.stride_y), fld!("dla_rubik_op_desc.stride_y"))?;
             ctx.wr(
                 Block::Rubik,
                 D_DECONV_STRIDE,

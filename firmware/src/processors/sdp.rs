@@ -12,6 +12,7 @@ use nvdla_loadable::dla::{
     SdpSurfaceDesc,
 };
 
+use super::fields::{fld, Fld};
 use super::lut::{self, LutRegs};
 use super::{hi, lo, on_the_fly, Ctx};
 use crate::config::Feature;
@@ -74,14 +75,32 @@ struct Stage {
     one_byte: bool,
 }
 
-fn stage<H: Hw>(ctx: &Ctx<'_, H>, s: &SdpOp, name: &'static str) -> Result<Stage, Error> {
-    let ty = SdpOpType::try_from(s.op_type).map_err(|_| ctx.invalid(name, u32::from(s.op_type)))?;
-    let alu =
-        SdpAluType::try_from(s.alu_type).map_err(|_| ctx.invalid(name, u32::from(s.alu_type)))?;
-    let mode = SdpOpMode::try_from(s.mode).map_err(|_| ctx.invalid(name, u32::from(s.mode)))?;
-    let act = Activation::try_from(s.act).map_err(|_| ctx.invalid(name, u32::from(s.act)))?;
-    let precision =
-        Precision::try_from(s.precision).map_err(|_| ctx.invalid(name, u32::from(s.precision)))?;
+fn stage<H: Hw>(ctx: &Ctx<'_, H>, s: &SdpOp, name: Fld) -> Result<Stage, Error> {
+    let ty = ctx.or_invalid(
+        SdpOpType::try_from(s.op_type),
+        SdpOpType::None,
+        name,
+        s.op_type,
+    );
+    let alu = ctx.or_invalid(
+        SdpAluType::try_from(s.alu_type),
+        SdpAluType::Max,
+        name,
+        s.alu_type,
+    );
+    let mode = ctx.or_invalid(
+        SdpOpMode::try_from(s.mode),
+        SdpOpMode::PerLayer,
+        name,
+        s.mode,
+    );
+    let act = ctx.or_invalid(Activation::try_from(s.act), Activation::None, name, s.act);
+    let precision = ctx.or_invalid(
+        Precision::try_from(s.precision),
+        Precision::Int8,
+        name,
+        s.precision,
+    );
     let enable = s.enable != 0;
     Ok(Stage {
         enable,
@@ -177,6 +196,7 @@ fn program_dp_stage<H: Hw>(
 
 /// Programs the selected SDP and SDP_RDMA register groups (and the LUT). Returns the LUT
 /// index loaded, -1 for none.
+#[inline(never)]
 pub(super) fn program<H: Hw>(
     ctx: &mut Ctx<'_, H>,
     rdma: bool,
@@ -186,57 +206,71 @@ pub(super) fn program<H: Hw>(
     ctx.unmask_interrupts(
         (glb::S_INTR_MASK::SDP_DONE_MASK0::SET + glb::S_INTR_MASK::SDP_DONE_MASK1::SET).value,
     )?;
-    let src_p = ctx.precision(op.src_precision, "dla_sdp_op_desc.src_precision")?;
-    let dst_p = ctx.precision(op.dst_precision, "dla_sdp_op_desc.dst_precision")?;
-    let conv_mode = ConvMode::try_from(op.conv_mode)
-        .map_err(|_| ctx.invalid("dla_sdp_op_desc.conv_mode", u32::from(op.conv_mode)))?;
+    let src_p = ctx.precision(op.src_precision, fld!("dla_sdp_op_desc.src_precision"))?;
+    let dst_p = ctx.precision(op.dst_precision, fld!("dla_sdp_op_desc.dst_precision"))?;
+    let conv_mode = ctx.or_invalid(
+        ConvMode::try_from(op.conv_mode),
+        ConvMode::Direct,
+        fld!("dla_sdp_op_desc.conv_mode"),
+        op.conv_mode,
+    );
     if conv_mode == ConvMode::Winograd {
         ctx.need(Feature::Winograd)?;
     }
-    let x1 = stage(ctx, &op.x1_op, "dla_sdp_op_desc.x1_op")?;
-    let x2 = stage(ctx, &op.x2_op, "dla_sdp_op_desc.x2_op")?;
-    let y = stage(ctx, &op.y_op, "dla_sdp_op_desc.y_op")?;
+    let x1 = stage(ctx, &op.x1_op, fld!("dla_sdp_op_desc.x1_op"))?;
+    let x2 = stage(ctx, &op.x2_op, fld!("dla_sdp_op_desc.x2_op"))?;
+    let y = stage(ctx, &op.y_op, fld!("dla_sdp_op_desc.y_op"))?;
     if y.enable {
         ctx.need(Feature::SdpEw)?;
     }
-    let batch = ctx.m1(u32::from(op.batch_num), "dla_sdp_op_desc.batch_num")?;
+    let batch = ctx.m1(u32::from(op.batch_num), fld!("dla_sdp_op_desc.batch_num"))?;
     let fly = on_the_fly(&s.src_data);
     let out_dma = !on_the_fly(&s.dst_data);
 
     let src_addr = if fly {
         0
     } else {
-        ctx.input_addr(&s.src_data, 1, "dla_sdp_surface_desc.src_data.address")?
+        ctx.input_addr(
+            &s.src_data,
+            1,
+            fld!("dla_sdp_surface_desc.src_data.address"),
+        )?
     };
     let dst_addr = if out_dma {
-        ctx.cube_addr(&s.dst_data, "dla_sdp_surface_desc.dst_data.address")?
+        ctx.cube_addr(&s.dst_data, fld!("dla_sdp_surface_desc.dst_data.address"))?
     } else {
         0
     };
-    let lut_param = if op.lut_index >= 0 {
+    // Bound by reference below: moving the 700-byte LUT out of the result would copy it.
+    let lut_read = if op.lut_index >= 0 {
         ctx.need(Feature::SdpLut)?;
-        Some(ctx.task.read_lut(ctx.hw, op.lut_index)?)
+        Some(ctx.task.read_lut(ctx.hw, op.lut_index))
     } else {
         None
     };
+    let lut_param = match &lut_read {
+        Some(Err(e)) => return Err(*e),
+        Some(Ok(l)) => Some(l),
+        None => None,
+    };
     let x1_addr = if x1.dma {
-        ctx.cube_addr(&s.x1_data, "dla_sdp_surface_desc.x1_data.address")?
+        ctx.cube_addr(&s.x1_data, fld!("dla_sdp_surface_desc.x1_data.address"))?
     } else {
         0
     };
     let x2_addr = if x2.dma {
-        ctx.cube_addr(&s.x2_data, "dla_sdp_surface_desc.x2_data.address")?
+        ctx.cube_addr(&s.x2_data, fld!("dla_sdp_surface_desc.x2_data.address"))?
     } else {
         0
     };
     let y_addr = if y.dma {
-        ctx.cube_addr(&s.y_data, "dla_sdp_surface_desc.y_data.address")?
+        ctx.cube_addr(&s.y_data, fld!("dla_sdp_surface_desc.y_data.address"))?
     } else {
         0
     };
     // Operand streams that are not read may have any memory type; only the used ones must
     // be in RAM.
-    let ram_of = |ctx: &Ctx<'_, H>, used: bool, t: u16, f: &'static str| -> Result<u32, Error> {
+    let ram_of = |ctx: &Ctx<'_, H>, used: bool, t: u16, f: Fld| -> Result<u32, Error> {
         if used {
             Ok(ctx.ram(t, f)?.is_mc())
         } else {
@@ -247,31 +281,31 @@ pub(super) fn program<H: Hw>(
         ctx,
         x1.dma,
         s.x1_data.mem_type,
-        "dla_sdp_surface_desc.x1_data.type",
+        fld!("dla_sdp_surface_desc.x1_data.type"),
     )?;
     let x2_mc = ram_of(
         ctx,
         x2.dma,
         s.x2_data.mem_type,
-        "dla_sdp_surface_desc.x2_data.type",
+        fld!("dla_sdp_surface_desc.x2_data.type"),
     )?;
     let y_mc = ram_of(
         ctx,
         y.dma,
         s.y_data.mem_type,
-        "dla_sdp_surface_desc.y_data.type",
+        fld!("dla_sdp_surface_desc.y_data.type"),
     )?;
     let src_mc = ram_of(
         ctx,
         !fly,
         s.src_data.mem_type,
-        "dla_sdp_surface_desc.src_data.type",
+        fld!("dla_sdp_surface_desc.src_data.type"),
     )?;
     let dst_mc = ram_of(
         ctx,
         out_dma,
         s.dst_data.mem_type,
-        "dla_sdp_surface_desc.dst_data.type",
+        fld!("dla_sdp_surface_desc.dst_data.type"),
     )?;
 
     {
@@ -303,19 +337,25 @@ pub(super) fn program<H: Hw>(
             ctx.wr(
                 b,
                 D_DATA_CUBE_WIDTH,
-                ctx.m1(u32::from(c.width), "dla_sdp_surface_desc.src_data.width")?,
+                ctx.m1(
+                    u32::from(c.width),
+                    fld!("dla_sdp_surface_desc.src_data.width"),
+                )?,
             )?;
             ctx.wr(
                 b,
                 D_DATA_CUBE_HEIGHT,
-                ctx.m1(u32::from(c.height), "dla_sdp_surface_desc.src_data.height")?,
+                ctx.m1(
+                    u32::from(c.height),
+                    fld!("dla_sdp_surface_desc.src_data.height"),
+                )?,
             )?;
             ctx.wr(
                 b,
                 D_DATA_CUBE_CHANNEL,
                 ctx.m1(
                     u32::from(c.channel),
-                    "dla_sdp_surface_desc.src_data.channel",
+                    fld!("dla_sdp_surface_desc.src_data.channel"),
                 )?,
             )?;
             if !fly {
@@ -349,7 +389,7 @@ pub(super) fn program<H: Hw>(
         }
     }
 
-    if let Some(l) = &lut_param {
+    if let Some(l) = lut_param {
         lut::program(ctx, &LUT, l, src_p)?;
     }
 
@@ -359,19 +399,25 @@ pub(super) fn program<H: Hw>(
     ctx.wr(
         b,
         D_DATA_CUBE_WIDTH,
-        ctx.m1(u32::from(c.width), "dla_sdp_surface_desc.src_data.width")?,
+        ctx.m1(
+            u32::from(c.width),
+            fld!("dla_sdp_surface_desc.src_data.width"),
+        )?,
     )?;
     ctx.wr(
         b,
         D_DATA_CUBE_HEIGHT,
-        ctx.m1(u32::from(c.height), "dla_sdp_surface_desc.src_data.height")?,
+        ctx.m1(
+            u32::from(c.height),
+            fld!("dla_sdp_surface_desc.src_data.height"),
+        )?,
     )?;
     ctx.wr(
         b,
         D_DATA_CUBE_CHANNEL,
         ctx.m1(
             u32::from(c.channel),
-            "dla_sdp_surface_desc.src_data.channel",
+            fld!("dla_sdp_surface_desc.src_data.channel"),
         )?,
     )?;
     if out_dma {

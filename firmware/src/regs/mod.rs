@@ -38,11 +38,23 @@
 //!
 //! nv_small and nv_large share the v2 map (NVIDIA's firmware builds both from
 //! `opendla_small.h`); they differ in which units are populated and in their parameters (see
-//! [`crate::config`]). The v2 headers also widen some fields (addresses and strides that v1
+//! [`crate::config`]). The v2 manuals also widen some fields (addresses and strides that v1
 //! declares as bits 31:5, entry-per-slice, bank counts); the field definitions in [`map`]
-//! use the wider layout, which software writes identically on both generations.
+//! are v2's, which contain v1's: software writes them identically on both generations.
+//!
+//! The register map itself is `nvdla-hw`'s (`nvdla_hw::regs`, generated from NVIDIA's
+//! register manuals by `hw/gen`); this module only names it the way the processors use it.
 
-pub mod map;
+/// The NVDLA register map: per unit, one `u32` byte-offset constant per register and a
+/// tock-registers bitfield module of the same name. A re-export of `nvdla_hw::regs::v2`
+/// (constants only: nothing here is a runtime table), whose offsets and fields hold for v1
+/// too (same offsets inside each unit; v2's fields contain v1's).
+pub mod map {
+    pub use nvdla_hw::regs::v2::{
+        bdma, cacc, cdma, cdp, cdp_rdma, cmac_a, cmac_b, csc, cvif, glb, mcif, pdp, pdp_rdma,
+        rbk as rubik, sdp, sdp_rdma,
+    };
+}
 
 pub use map::*;
 
@@ -89,44 +101,46 @@ pub enum Block {
 }
 
 impl Block {
-    /// Byte offset of this unit in the CSB aperture of hardware generation `v`.
+    /// Byte offset of this unit in the CSB aperture of hardware generation `v` (from
+    /// `nvdla_hw::regs`).
     pub const fn base(self, v: HwVersion) -> u32 {
+        use nvdla_hw::regs::{v1, v2};
         match v {
             HwVersion::V1 => match self {
-                Block::Glb => 0x0000,
-                Block::Mcif => 0x2000,
-                Block::Cvif => 0x3000,
-                Block::Bdma => 0x4000,
-                Block::Cdma => 0x5000,
-                Block::Csc => 0x6000,
-                Block::CmacA => 0x7000,
-                Block::CmacB => 0x8000,
-                Block::Cacc => 0x9000,
-                Block::SdpRdma => 0xa000,
-                Block::Sdp => 0xb000,
-                Block::PdpRdma => 0xc000,
-                Block::Pdp => 0xd000,
-                Block::CdpRdma => 0xe000,
-                Block::Cdp => 0xf000,
-                Block::Rubik => 0x10000,
+                Block::Glb => v1::glb::BASE,
+                Block::Mcif => v1::mcif::BASE,
+                Block::Cvif => v1::cvif::BASE,
+                Block::Bdma => v1::bdma::BASE,
+                Block::Cdma => v1::cdma::BASE,
+                Block::Csc => v1::csc::BASE,
+                Block::CmacA => v1::cmac_a::BASE,
+                Block::CmacB => v1::cmac_b::BASE,
+                Block::Cacc => v1::cacc::BASE,
+                Block::SdpRdma => v1::sdp_rdma::BASE,
+                Block::Sdp => v1::sdp::BASE,
+                Block::PdpRdma => v1::pdp_rdma::BASE,
+                Block::Pdp => v1::pdp::BASE,
+                Block::CdpRdma => v1::cdp_rdma::BASE,
+                Block::Cdp => v1::cdp::BASE,
+                Block::Rubik => v1::rbk::BASE,
             },
             HwVersion::V2 => match self {
-                Block::Glb => 0x1000,
-                Block::Mcif => 0x2000,
-                Block::Cvif => 0xf000,
-                Block::Bdma => 0x10000,
-                Block::Cdma => 0x3000,
-                Block::Csc => 0x4000,
-                Block::CmacA => 0x5000,
-                Block::CmacB => 0x6000,
-                Block::Cacc => 0x7000,
-                Block::SdpRdma => 0x8000,
-                Block::Sdp => 0x9000,
-                Block::PdpRdma => 0xa000,
-                Block::Pdp => 0xb000,
-                Block::CdpRdma => 0xc000,
-                Block::Cdp => 0xd000,
-                Block::Rubik => 0x11000,
+                Block::Glb => v2::glb::BASE,
+                Block::Mcif => v2::mcif::BASE,
+                Block::Cvif => v2::cvif::BASE,
+                Block::Bdma => v2::bdma::BASE,
+                Block::Cdma => v2::cdma::BASE,
+                Block::Csc => v2::csc::BASE,
+                Block::CmacA => v2::cmac_a::BASE,
+                Block::CmacB => v2::cmac_b::BASE,
+                Block::Cacc => v2::cacc::BASE,
+                Block::SdpRdma => v2::sdp_rdma::BASE,
+                Block::Sdp => v2::sdp::BASE,
+                Block::PdpRdma => v2::pdp_rdma::BASE,
+                Block::Pdp => v2::pdp::BASE,
+                Block::CdpRdma => v2::cdp_rdma::BASE,
+                Block::Cdp => v2::cdp::BASE,
+                Block::Rubik => v2::rbk::BASE,
             },
         }
     }

@@ -3,11 +3,14 @@
 //!
 //! - [`spec`] evaluates a build's `spec/defs/<build>.spec` with its `projects.spec`;
 //! - [`config_from_spec`] turns the evaluated parameters into an [`nvdla_hw::Config`];
-//! - [`render`] writes the table and its provenance ([`nvdla_hw::Source`]) as Rust.
+//! - [`render`] writes the table and its provenance ([`nvdla_hw::Source`]) as Rust;
+//! - [`regmap`] parses the register manuals (v1 `cmod/include/arnvdla.h`, v2
+//!   `spec/manual/NVDLA_*.rdl`) and renders `nvdla-hw`'s register map (`hw/src/regs/`).
 //!
 //! The binary (`src/main.rs`) reads the specs from a git clone of `nvdla/hw` (bare or
 //! not): `nv_full` from branch `nvdlav1`, every other build from `master`.
 
+pub mod regmap;
 pub mod spec;
 
 use nvdla_hw::{Config, Features, Generation, MemIf, Source, Throughput};

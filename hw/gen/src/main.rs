@@ -4,14 +4,20 @@
 //! `nvdlav1`, every other build from `spec/defs/` of `master`; each `<build>.spec` is
 //! evaluated with its branch's `projects.spec`.
 //!
-//! `--check` compares instead of writing (exit status 1 when the file differs).
+//! The register map comes from the same clone: `hw/src/regs/v1.rs` from
+//! `nvdlav1:cmod/include/arnvdla.h`, `hw/src/regs/v2.rs` from `master:spec/manual/NVDLA_*.rdl`,
+//! and `hw/src/regs/ids.rs` (typed register identifiers) from both.
+//!
+//! `--check` compares instead of writing (exit status 1 when a file differs).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 use clap::Parser;
 use nvdla_hw::{Config, Generation, Source};
-use nvdla_hw_gen::{command, config_from_spec, render, spec, DEFAULT_V1_REF, DEFAULT_V2_REF};
+use nvdla_hw_gen::{
+    command, config_from_spec, regmap, render, spec, DEFAULT_V1_REF, DEFAULT_V2_REF,
+};
 
 #[derive(Parser)]
 #[command(
@@ -116,7 +122,78 @@ fn branch(clone: &Path, r: &str, generation: Generation) -> Result<(Source, Vec<
     Ok((source, configs))
 }
 
+/// The register maps: (v1 units, v2 units, v1 source, v2 source).
+fn register_maps(
+    clone: &Path,
+    v1_ref: &str,
+    v2_ref: &str,
+) -> Result<(Vec<regmap::Unit>, Vec<regmap::Unit>, String, String), String> {
+    const HEADER: &str = "cmod/include/arnvdla.h";
+    const MANUAL: &str = "spec/manual/";
+    let c1 = resolve(clone, v1_ref)?;
+    let header = git(clone, &["show", &format!("{c1}:{HEADER}")])?;
+    let v1 = regmap::parse_v1(&header)?;
+    let c2 = resolve(clone, v2_ref)?;
+    let mut v2 = Vec::new();
+    for (unit, _, _) in regmap::UNITS {
+        let file = format!("{MANUAL}NVDLA_{unit}.rdl");
+        let rdl = git(clone, &["show", &format!("{c2}:{file}")])?;
+        v2.push(regmap::parse_v2_unit(unit, &rdl)?);
+    }
+    Ok((
+        v1,
+        v2,
+        format!("branch {v1_ref}, commit {c1}, {HEADER}"),
+        format!("branch {v2_ref}, commit {c2}, {MANUAL}NVDLA_<UNIT>.rdl"),
+    ))
+}
+
+/// Writes (or with `check`, compares) one output; true when it was already current.
+fn emit(out: &Path, text: &str, check: bool) -> Result<bool, String> {
+    let old = std::fs::read_to_string(out).ok();
+    let same = old.as_deref() == Some(text);
+    if check {
+        println!(
+            "{}: {}",
+            out.display(),
+            if same { "up to date" } else { "DIFFERS" }
+        );
+    } else if !same {
+        std::fs::write(out, text).map_err(|e| format!("{}: {e}", out.display()))?;
+        println!("{}: written", out.display());
+    }
+    Ok(same)
+}
+
 fn run(args: &Args) -> Result<bool, String> {
+    let regs_ok = {
+        let cmd = command(&args.v1_ref, &args.v2_ref);
+        let (v1, v2, s1, s2) = register_maps(&args.clone, &args.v1_ref, &args.v2_ref)?;
+        let gen = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let dir = gen.parent().unwrap_or(gen).join("src/regs");
+        let ids = regmap::render_ids(&v1, &v2, &cmd)?;
+        let mut ok = true;
+        for (file, text) in [
+            ("v1.rs", regmap::render_map(&v1, &s1, &cmd, "v1 (nv_full)")),
+            (
+                "v2.rs",
+                regmap::render_map(&v2, &s2, &cmd, "v2 (every other build)"),
+            ),
+            ("ids.rs", ids),
+        ] {
+            ok &= emit(&dir.join(file), &text, args.check)?;
+        }
+        ok
+    };
+    if args.check && !regs_ok {
+        // Still report the configuration table.
+        let _ = run_config(args)?;
+        return Ok(false);
+    }
+    run_config(args)
+}
+
+fn run_config(args: &Args) -> Result<bool, String> {
     let mut sources = Vec::new();
     let mut builds = Vec::new();
     for (r, generation) in [

@@ -12,7 +12,7 @@
 
 use super::{addr64, EngineError};
 use crate::mem::{Memory, RamType};
-use crate::regs::fields::BDMA_CMD;
+use crate::regs::{ids, Reg};
 use tock_registers::LocalRegisterCopy;
 
 /// Depth of the operation queue (reset value of `STATUS.FREE_SLOT` is 0x14).
@@ -50,22 +50,28 @@ pub struct BdmaOp {
 }
 
 impl BdmaOp {
-    /// Decodes an operation from register values fetched by name.
-    pub fn decode(get: impl Fn(&str) -> u32) -> Self {
-        let cmd: LocalRegisterCopy<u32, BDMA_CMD::Register> =
-            LocalRegisterCopy::new(get("CFG_CMD"));
+    /// Decodes an operation from register values fetched by register.
+    pub fn decode(get: impl Fn(Reg) -> u32) -> Self {
+        use ids::bdma::{CFG_CMD, CFG_LINE};
+        let cmd: LocalRegisterCopy<u32, CFG_CMD::Register> = LocalRegisterCopy::new(get(CFG_CMD));
         BdmaOp {
-            src: addr64(get("CFG_SRC_ADDR_HIGH"), get("CFG_SRC_ADDR_LOW")),
-            dst: addr64(get("CFG_DST_ADDR_HIGH"), get("CFG_DST_ADDR_LOW")),
-            line_bytes: (u64::from(get("CFG_LINE") & 0x1fff) + 1) * 32,
-            lines: u64::from(get("CFG_LINE_REPEAT") & 0xff_ffff) + 1,
-            surfaces: u64::from(get("CFG_SURF_REPEAT") & 0xff_ffff) + 1,
-            src_line: u64::from(get("CFG_SRC_LINE")),
-            dst_line: u64::from(get("CFG_DST_LINE")),
-            src_surf: u64::from(get("CFG_SRC_SURF")),
-            dst_surf: u64::from(get("CFG_DST_SURF")),
-            src_ram: RamType::from_field(cmd.read(BDMA_CMD::SRC_RAM_TYPE)),
-            dst_ram: RamType::from_field(cmd.read(BDMA_CMD::DST_RAM_TYPE)),
+            src: addr64(
+                get(ids::bdma::CFG_SRC_ADDR_HIGH),
+                get(ids::bdma::CFG_SRC_ADDR_LOW),
+            ),
+            dst: addr64(
+                get(ids::bdma::CFG_DST_ADDR_HIGH),
+                get(ids::bdma::CFG_DST_ADDR_LOW),
+            ),
+            line_bytes: (u64::from(CFG_LINE::SIZE.read(get(CFG_LINE))) + 1) * 32,
+            lines: u64::from(get(ids::bdma::CFG_LINE_REPEAT) & 0xff_ffff) + 1,
+            surfaces: u64::from(get(ids::bdma::CFG_SURF_REPEAT) & 0xff_ffff) + 1,
+            src_line: u64::from(get(ids::bdma::CFG_SRC_LINE)),
+            dst_line: u64::from(get(ids::bdma::CFG_DST_LINE)),
+            src_surf: u64::from(get(ids::bdma::CFG_SRC_SURF)),
+            dst_surf: u64::from(get(ids::bdma::CFG_DST_SURF)),
+            src_ram: RamType::from_field(cmd.read(CFG_CMD::SRC_RAM_TYPE)),
+            dst_ram: RamType::from_field(cmd.read(CFG_CMD::DST_RAM_TYPE)),
         }
     }
 
@@ -166,9 +172,9 @@ mod tests {
     fn out_of_memory_is_error() {
         let mut mem = Memory::new(32, false);
         let op = BdmaOp::decode(|n| match n {
-            "CFG_SRC_ADDR_LOW" => 0xffff_ffe0,
-            "CFG_LINE" => 1,
-            "CFG_CMD" => 3,
+            ids::bdma::CFG_SRC_ADDR_LOW => 0xffff_ffe0,
+            ids::bdma::CFG_LINE => 1,
+            ids::bdma::CFG_CMD => 3,
             _ => 0,
         });
         assert!(op.run(&mut mem).is_err());

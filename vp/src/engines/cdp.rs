@@ -22,9 +22,9 @@ use crate::arith::{sat, sext, shr_round_sat};
 use crate::config::HwConfig;
 use crate::fp::{f16_to_f32, FP16, FP17, FP32};
 use crate::mem::{Memory, RamType};
-use crate::regs::fields::{CDP_FUNC_BYPASS, LUT_CFG, LUT_INFO};
-use crate::regs::RegFile;
+use crate::regs::{ids, Reg, RegFile};
 use crate::vp::LutRam;
+use ids::cdp::{D_FUNC_BYPASS as CDP_FUNC_BYPASS, S_LUT_CFG as LUT_CFG, S_LUT_INFO as LUT_INFO};
 use tock_registers::LocalRegisterCopy;
 
 const BLOCK: &str = "CDP";
@@ -197,38 +197,39 @@ impl LutCfg {
     }
 
     fn decode(cdp: &RegFile) -> Self {
-        let g = |n: &str| cdp.get(0, n);
-        let wide = |lo: &str, hi: &str| (sext(g(hi), 6) << 32) | i64::from(g(lo));
-        let cfg: LocalRegisterCopy<u32, LUT_CFG::Register> = LocalRegisterCopy::new(g("S_LUT_CFG"));
+        let g = |n: Reg| cdp.get(0, n);
+        let wide = |lo: Reg, hi: Reg| (sext(g(hi), 6) << 32) | i64::from(g(lo));
+        let cfg: LocalRegisterCopy<u32, LUT_CFG::Register> =
+            LocalRegisterCopy::new(g(ids::cdp::S_LUT_CFG));
         let info: LocalRegisterCopy<u32, LUT_INFO::Register> =
-            LocalRegisterCopy::new(g("S_LUT_INFO"));
-        let les = g("S_LUT_LE_SLOPE_SCALE");
-        let lesh = g("S_LUT_LE_SLOPE_SHIFT");
-        let los = g("S_LUT_LO_SLOPE_SCALE");
-        let losh = g("S_LUT_LO_SLOPE_SHIFT");
+            LocalRegisterCopy::new(g(ids::cdp::S_LUT_INFO));
+        let les = g(ids::cdp::S_LUT_LE_SLOPE_SCALE);
+        let lesh = g(ids::cdp::S_LUT_LE_SLOPE_SHIFT);
+        let los = g(ids::cdp::S_LUT_LO_SLOPE_SCALE);
+        let losh = g(ids::cdp::S_LUT_LO_SLOPE_SHIFT);
         LutCfg {
             le: TableCfg {
-                exponent: cfg.matches_all(LUT_CFG::LE_FUNCTION::Exponent),
-                start: wide("S_LUT_LE_START_LOW", "S_LUT_LE_START_HIGH"),
-                end: wide("S_LUT_LE_END_LOW", "S_LUT_LE_END_HIGH"),
+                exponent: cfg.matches_all(LUT_CFG::LUT_LE_FUNCTION::EXPONENT),
+                start: wide(ids::cdp::S_LUT_LE_START_LOW, ids::cdp::S_LUT_LE_START_HIGH),
+                end: wide(ids::cdp::S_LUT_LE_END_LOW, ids::cdp::S_LUT_LE_END_HIGH),
                 // Sign-extended from bit 5 (`lookup_lut_int8`).
-                index_select: sext(info.read(LUT_INFO::LE_INDEX_SELECT) & 0x3f, 6),
-                index_offset: sext(info.read(LUT_INFO::LE_INDEX_OFFSET), 8),
+                index_select: sext(info.read(LUT_INFO::LUT_LE_INDEX_SELECT) & 0x3f, 6),
+                index_offset: sext(info.read(LUT_INFO::LUT_LE_INDEX_OFFSET), 8),
                 uflow: (sext(les & 0xffff, 16), sext(lesh & 0x1f, 5)),
                 oflow: (sext(les >> 16, 16), sext((lesh >> 5) & 0x1f, 5)),
             },
             lo: TableCfg {
                 exponent: false,
-                start: wide("S_LUT_LO_START_LOW", "S_LUT_LO_START_HIGH"),
-                end: wide("S_LUT_LO_END_LOW", "S_LUT_LO_END_HIGH"),
-                index_select: sext(info.read(LUT_INFO::LO_INDEX_SELECT) & 0x3f, 6),
+                start: wide(ids::cdp::S_LUT_LO_START_LOW, ids::cdp::S_LUT_LO_START_HIGH),
+                end: wide(ids::cdp::S_LUT_LO_END_LOW, ids::cdp::S_LUT_LO_END_HIGH),
+                index_select: sext(info.read(LUT_INFO::LUT_LO_INDEX_SELECT) & 0x3f, 6),
                 index_offset: 0,
                 uflow: (sext(los & 0xffff, 16), sext(losh & 0x1f, 5)),
                 oflow: (sext(los >> 16, 16), sext((losh >> 5) & 0x1f, 5)),
             },
-            uflow_lo: cfg.matches_all(LUT_CFG::UFLOW_PRIORITY::Lo),
-            oflow_lo: cfg.matches_all(LUT_CFG::OFLOW_PRIORITY::Lo),
-            hybrid_lo: cfg.matches_all(LUT_CFG::HYBRID_PRIORITY::Lo),
+            uflow_lo: cfg.matches_all(LUT_CFG::LUT_UFLOW_PRIORITY::LO),
+            oflow_lo: cfg.matches_all(LUT_CFG::LUT_OFLOW_PRIORITY::LO),
+            hybrid_lo: cfg.matches_all(LUT_CFG::LUT_HYBRID_PRIORITY::LO),
         }
     }
 }
@@ -241,13 +242,13 @@ pub fn run(
     lut: &LutRam,
     mem: &mut Memory,
 ) -> Result<(), EngineError> {
-    let prec = Precision::from_field(cdp.cur("D_DATA_FORMAT"), BLOCK)?;
+    let prec = Precision::from_field(cdp.cur(ids::cdp::D_DATA_FORMAT), BLOCK)?;
     check_precision(cfg, prec, BLOCK)?;
-    let d = |n: &str| (rdma.cur(n) & 0x1fff) as usize + 1;
+    let d = |n: Reg| (rdma.cur(n) & 0x1fff) as usize + 1;
     let (w, h, c) = (
-        d("D_DATA_CUBE_WIDTH"),
-        d("D_DATA_CUBE_HEIGHT"),
-        d("D_DATA_CUBE_CHANNEL"),
+        d(ids::cdp_rdma::D_DATA_CUBE_WIDTH),
+        d(ids::cdp_rdma::D_DATA_CUBE_HEIGHT),
+        d(ids::cdp_rdma::D_DATA_CUBE_CHANNEL),
     );
     super::check_cube(BLOCK, w, h, c.next_multiple_of(32))?;
     let atom = cfg.hw.memory_atomic;
@@ -255,13 +256,13 @@ pub fn run(
     let cp = c.div_ceil(cpa) * cpa;
     // Refuse an unreachable output before computing it.
     let dst = CubeLayout {
-        ram: RamType::from_field(cdp.cur("D_DST_DMA_CFG")),
+        ram: RamType::from_field(cdp.cur(ids::cdp::D_DST_DMA_CFG)),
         base: addr64(
-            cdp.cur("D_DST_BASE_ADDR_HIGH"),
-            cdp.cur("D_DST_BASE_ADDR_LOW"),
+            cdp.cur(ids::cdp::D_DST_BASE_ADDR_HIGH),
+            cdp.cur(ids::cdp::D_DST_BASE_ADDR_LOW),
         ),
-        line_stride: u64::from(cdp.cur("D_DST_LINE_STRIDE")),
-        surf_stride: u64::from(cdp.cur("D_DST_SURFACE_STRIDE")),
+        line_stride: u64::from(cdp.cur(ids::cdp::D_DST_LINE_STRIDE)),
+        surf_stride: u64::from(cdp.cur(ids::cdp::D_DST_SURFACE_STRIDE)),
         w,
         h,
         c: cp,
@@ -270,13 +271,13 @@ pub fn run(
     };
     dst.check(mem)?;
     let input = CubeLayout {
-        ram: RamType::from_field(rdma.cur("D_SRC_DMA_CFG")),
+        ram: RamType::from_field(rdma.cur(ids::cdp_rdma::D_SRC_DMA_CFG)),
         base: addr64(
-            rdma.cur("D_SRC_BASE_ADDR_HIGH"),
-            rdma.cur("D_SRC_BASE_ADDR_LOW"),
+            rdma.cur(ids::cdp_rdma::D_SRC_BASE_ADDR_HIGH),
+            rdma.cur(ids::cdp_rdma::D_SRC_BASE_ADDR_LOW),
         ),
-        line_stride: u64::from(rdma.cur("D_SRC_LINE_STRIDE")),
-        surf_stride: u64::from(rdma.cur("D_SRC_SURFACE_STRIDE")),
+        line_stride: u64::from(rdma.cur(ids::cdp_rdma::D_SRC_LINE_STRIDE)),
+        surf_stride: u64::from(rdma.cur(ids::cdp_rdma::D_SRC_SURFACE_STRIDE)),
         w,
         h,
         c,
@@ -293,25 +294,52 @@ pub fn run(
     // Input converter widths (cdp_icvt.h): int8 uses the 8-bit offset lane, a 9-bit
     // subtract, 25-bit product and 9-bit result; int16 17/33/17 bits.
     let (in_off, in_bits) = if int8 {
-        (sext(cdp.cur("D_DATIN_OFFSET") & 0xff, 8), 9)
+        (sext(cdp.cur(ids::cdp::D_DATIN_OFFSET) & 0xff, 8), 9)
     } else {
-        (sext(cdp.cur("D_DATIN_OFFSET") & 0xffff, 16), 17)
+        (
+            sext(
+                cdp.field(
+                    ids::cdp::D_DATIN_OFFSET,
+                    ids::cdp::D_DATIN_OFFSET::DATIN_OFFSET,
+                ),
+                16,
+            ),
+            17,
+        )
     };
-    let in_scale = sext(cdp.cur("D_DATIN_SCALE") & 0xffff, 16);
-    let in_shift = cdp.cur("D_DATIN_SHIFTER") & 0x1f;
+    let in_scale = sext(
+        cdp.field(
+            ids::cdp::D_DATIN_SCALE,
+            ids::cdp::D_DATIN_SCALE::DATIN_SCALE,
+        ),
+        16,
+    );
+    let in_shift = cdp.field(
+        ids::cdp::D_DATIN_SHIFTER,
+        ids::cdp::D_DATIN_SHIFTER::DATIN_SHIFTER,
+    );
     // Output converter (cdp_ocvt.h): int8 lanes take a 25-bit offset, int16 32 bits.
     let out_off = if int8 {
-        sext(cdp.cur("D_DATOUT_OFFSET") & 0x1ff_ffff, 25)
+        sext(cdp.cur(ids::cdp::D_DATOUT_OFFSET) & 0x1ff_ffff, 25)
     } else {
-        sext(cdp.cur("D_DATOUT_OFFSET"), 32)
+        sext(cdp.cur(ids::cdp::D_DATOUT_OFFSET), 32)
     };
-    let out_scale = sext(cdp.cur("D_DATOUT_SCALE") & 0xffff, 16);
-    let out_shift = cdp.cur("D_DATOUT_SHIFTER") & 0x3f;
+    let out_scale = sext(
+        cdp.field(
+            ids::cdp::D_DATOUT_SCALE,
+            ids::cdp::D_DATOUT_SCALE::DATOUT_SCALE,
+        ),
+        16,
+    );
+    let out_shift = cdp.field(
+        ids::cdp::D_DATOUT_SHIFTER,
+        ids::cdp::D_DATOUT_SHIFTER::DATOUT_SHIFTER,
+    );
     let out_bits = prec.bytes() * 8;
-    let bypass = cdp.cur_as::<CDP_FUNC_BYPASS::Register>("D_FUNC_BYPASS");
+    let bypass = cdp.cur_as::<CDP_FUNC_BYPASS::Register>(ids::cdp::D_FUNC_BYPASS);
     let sqsum_bypass = bypass.is_set(CDP_FUNC_BYPASS::SQSUM_BYPASS);
     let mul_bypass = bypass.is_set(CDP_FUNC_BYPASS::MUL_BYPASS);
-    let half = (cdp.cur("D_LRN_CFG") & 3) as usize + 1;
+    let half = (cdp.cur(ids::cdp::D_LRN_CFG) & 3) as usize + 1;
     let lcfg = LutCfg::decode(cdp);
 
     // Converted input, padded lanes are 0 (the C model fills them with the raw offset).
@@ -435,13 +463,13 @@ fn run_fp16(
     cp: usize,
 ) -> Vec<i32> {
     let plane = w * h;
-    let g = |n: &str| cdp.get(0, n);
-    let cfg = g("S_LUT_CFG");
-    let info = g("S_LUT_INFO");
-    let les = u64::from(g("S_LUT_LE_SLOPE_SCALE"));
-    let los = u64::from(g("S_LUT_LO_SLOPE_SCALE"));
-    let bypass = cdp.cur("D_FUNC_BYPASS");
-    let half = (cdp.cur("D_LRN_CFG") & 3) as usize + 1;
+    let g = |n: Reg| cdp.get(0, n);
+    let cfg = g(ids::cdp::S_LUT_CFG);
+    let info = g(ids::cdp::S_LUT_INFO);
+    let les = u64::from(g(ids::cdp::S_LUT_LE_SLOPE_SCALE));
+    let los = u64::from(g(ids::cdp::S_LUT_LO_SLOPE_SCALE));
+    let bypass = cdp.cur(ids::cdp::D_FUNC_BYPASS);
+    let half = (cdp.cur(ids::cdp::D_LRN_CFG) & 3) as usize + 1;
     let x17: Vec<u64> = (0..cp * plane)
         .map(|i| {
             input
@@ -480,8 +508,8 @@ fn run_fp16(
                 64,
                 cfg & 1 == 0,
                 &ram.le,
-                u64::from(g("S_LUT_LE_START_LOW")),
-                u64::from(g("S_LUT_LE_END_LOW")),
+                u64::from(g(ids::cdp::S_LUT_LE_START_LOW)),
+                u64::from(g(ids::cdp::S_LUT_LE_END_LOW)),
                 les & 0xffff,
                 les >> 16,
                 sext(info & 0xff, 8),
@@ -492,8 +520,8 @@ fn run_fp16(
                 256,
                 false,
                 &ram.lo,
-                u64::from(g("S_LUT_LO_START_LOW")),
-                u64::from(g("S_LUT_LO_END_LOW")),
+                u64::from(g(ids::cdp::S_LUT_LO_START_LOW)),
+                u64::from(g(ids::cdp::S_LUT_LO_END_LOW)),
                 los & 0xffff,
                 los >> 16,
                 0,
@@ -585,22 +613,22 @@ mod tests {
         use crate::mem::RamType;
         use crate::vp::Vp;
         let mut vp = Vp::new(HwConfig::new(&nvdla_hw::NV_FULL));
-        let w = |vp: &mut Vp, b: &str, r: &str, v: u32| {
-            let a = vp.lookup(b, r).unwrap();
+        let w = |vp: &mut Vp, r: Reg, v: u32| {
+            let a = vp.addr(r).unwrap();
             vp.csb_write(a, v)
         };
         // Both tables all 1.0 (fp16 0x3c00).
-        w(&mut vp, "CDP", "S_LUT_ACCESS_CFG", 0x3_0000);
+        w(&mut vp, ids::cdp::S_LUT_ACCESS_CFG, 0x3_0000);
         for _ in 0..257 {
-            w(&mut vp, "CDP", "S_LUT_ACCESS_DATA", 0x3c00);
+            w(&mut vp, ids::cdp::S_LUT_ACCESS_DATA, 0x3c00);
         }
-        w(&mut vp, "CDP", "S_LUT_ACCESS_CFG", 0x2_0000);
+        w(&mut vp, ids::cdp::S_LUT_ACCESS_CFG, 0x2_0000);
         for _ in 0..65 {
-            w(&mut vp, "CDP", "S_LUT_ACCESS_DATA", 0x3c00);
+            w(&mut vp, ids::cdp::S_LUT_ACCESS_DATA, 0x3c00);
         }
-        w(&mut vp, "CDP", "S_LUT_CFG", 1); // LE linear
-        w(&mut vp, "CDP", "S_LUT_LE_END_LOW", 64f32.to_bits());
-        w(&mut vp, "CDP", "S_LUT_LO_END_LOW", 256f32.to_bits());
+        w(&mut vp, ids::cdp::S_LUT_CFG, 1); // LE linear
+        w(&mut vp, ids::cdp::S_LUT_LE_END_LOW, 64f32.to_bits());
+        w(&mut vp, ids::cdp::S_LUT_LO_END_LOW, 256f32.to_bits());
         let vals: Vec<f32> = (0..16).map(|i| (i as f32 - 7.0) * 0.8125).collect();
         let bytes: Vec<u8> = vals
             .iter()
@@ -608,28 +636,28 @@ mod tests {
             .collect();
         vp.mem.write(RamType::Dram, 0x4000, &bytes).unwrap();
         for (r, v) in [
-            ("D_DATA_CUBE_WIDTH", 0),
-            ("D_DATA_CUBE_HEIGHT", 0),
-            ("D_DATA_CUBE_CHANNEL", 15),
-            ("D_SRC_BASE_ADDR_LOW", 0x4000),
-            ("D_SRC_LINE_STRIDE", 0x20),
-            ("D_SRC_SURFACE_STRIDE", 0x20),
-            ("D_SRC_DMA_CFG", 1),
-            ("D_DATA_FORMAT", 2),
-            ("D_OP_ENABLE", 1),
+            (ids::cdp_rdma::D_DATA_CUBE_WIDTH, 0),
+            (ids::cdp_rdma::D_DATA_CUBE_HEIGHT, 0),
+            (ids::cdp_rdma::D_DATA_CUBE_CHANNEL, 15),
+            (ids::cdp_rdma::D_SRC_BASE_ADDR_LOW, 0x4000),
+            (ids::cdp_rdma::D_SRC_LINE_STRIDE, 0x20),
+            (ids::cdp_rdma::D_SRC_SURFACE_STRIDE, 0x20),
+            (ids::cdp_rdma::D_SRC_DMA_CFG, 1),
+            (ids::cdp_rdma::D_DATA_FORMAT, 2),
+            (ids::cdp_rdma::D_OP_ENABLE, 1),
         ] {
-            w(&mut vp, "CDP_RDMA", r, v);
+            w(&mut vp, r, v);
         }
         for (r, v) in [
-            ("D_DST_BASE_ADDR_LOW", 0x8000),
-            ("D_DST_LINE_STRIDE", 0x20),
-            ("D_DST_SURFACE_STRIDE", 0x20),
-            ("D_DST_DMA_CFG", 1),
-            ("D_DATA_FORMAT", 2),
-            ("D_LRN_CFG", 1),
-            ("D_OP_ENABLE", 1),
+            (ids::cdp::D_DST_BASE_ADDR_LOW, 0x8000),
+            (ids::cdp::D_DST_LINE_STRIDE, 0x20),
+            (ids::cdp::D_DST_SURFACE_STRIDE, 0x20),
+            (ids::cdp::D_DST_DMA_CFG, 1),
+            (ids::cdp::D_DATA_FORMAT, 2),
+            (ids::cdp::D_LRN_CFG, 1),
+            (ids::cdp::D_OP_ENABLE, 1),
         ] {
-            w(&mut vp, "CDP", r, v);
+            w(&mut vp, r, v);
         }
         assert!(vp.irq_pending(), "{:?}", vp.fault());
         let out = vp.mem.read_vec(RamType::Dram, 0x8000, 32).unwrap();
@@ -662,50 +690,53 @@ mod tests {
             let f: Vec<&str> = line.split_whitespace().collect();
             let hx = |i: usize| u32::from_str_radix(f[i], 16).unwrap();
             let mut vp = Vp::new(HwConfig::new(&nvdla_hw::NV_FULL));
-            let w = |vp: &mut Vp, b: &str, r: &str, v: u32| {
-                let a = vp.lookup(b, r).unwrap();
+            let w = |vp: &mut Vp, r: Reg, v: u32| {
+                let a = vp.addr(r).unwrap();
                 vp.csb_write(a, v)
             };
-            w(&mut vp, "CDP", "S_LUT_ACCESS_CFG", 0x2_0000);
+            w(&mut vp, ids::cdp::S_LUT_ACCESS_CFG, 0x2_0000);
             for &t in &tables[..65] {
-                w(&mut vp, "CDP", "S_LUT_ACCESS_DATA", t);
+                w(&mut vp, ids::cdp::S_LUT_ACCESS_DATA, t);
             }
-            w(&mut vp, "CDP", "S_LUT_ACCESS_CFG", 0x3_0000);
+            w(&mut vp, ids::cdp::S_LUT_ACCESS_CFG, 0x3_0000);
             for &t in &tables[65..] {
-                w(&mut vp, "CDP", "S_LUT_ACCESS_DATA", t);
+                w(&mut vp, ids::cdp::S_LUT_ACCESS_DATA, t);
             }
             for (r, v) in [
-                ("D_DATIN_OFFSET", hx(0)),
-                ("D_DATIN_SCALE", hx(1)),
-                ("D_DATIN_SHIFTER", hx(2)),
-                ("D_DATOUT_OFFSET", hx(3)),
-                ("D_DATOUT_SCALE", hx(4)),
-                ("D_DATOUT_SHIFTER", hx(5)),
+                (ids::cdp::D_DATIN_OFFSET, hx(0)),
+                (ids::cdp::D_DATIN_SCALE, hx(1)),
+                (ids::cdp::D_DATIN_SHIFTER, hx(2)),
+                (ids::cdp::D_DATOUT_OFFSET, hx(3)),
+                (ids::cdp::D_DATOUT_SCALE, hx(4)),
+                (ids::cdp::D_DATOUT_SHIFTER, hx(5)),
                 (
-                    "S_LUT_CFG",
+                    ids::cdp::S_LUT_CFG,
                     hx(6) | (hx(7) << 4) | (hx(8) << 5) | (hx(9) << 6),
                 ),
-                ("S_LUT_LE_START_LOW", hx(10)),
-                ("S_LUT_LE_START_HIGH", hx(11)),
-                ("S_LUT_LE_END_LOW", hx(12)),
-                ("S_LUT_LE_END_HIGH", hx(13)),
-                ("S_LUT_LO_START_LOW", hx(14)),
-                ("S_LUT_LO_START_HIGH", hx(15)),
-                ("S_LUT_LO_END_LOW", hx(16)),
-                ("S_LUT_LO_END_HIGH", hx(17)),
-                ("S_LUT_INFO", hx(20) | (hx(18) << 8) | (hx(19) << 16)),
-                ("S_LUT_LE_SLOPE_SCALE", hx(21) | (hx(22) << 16)),
-                ("S_LUT_LO_SLOPE_SCALE", hx(23) | (hx(24) << 16)),
-                ("S_LUT_LE_SLOPE_SHIFT", hx(25) | (hx(26) << 5)),
-                ("S_LUT_LO_SLOPE_SHIFT", hx(27) | (hx(28) << 5)),
-                ("D_LRN_CFG", hx(32)),
-                ("D_FUNC_BYPASS", hx(33) | (hx(34) << 1)),
-                ("D_DST_BASE_ADDR_LOW", 0x8000),
-                ("D_DST_LINE_STRIDE", 0x20),
-                ("D_DST_SURFACE_STRIDE", 0x20),
-                ("D_DST_DMA_CFG", 1),
+                (ids::cdp::S_LUT_LE_START_LOW, hx(10)),
+                (ids::cdp::S_LUT_LE_START_HIGH, hx(11)),
+                (ids::cdp::S_LUT_LE_END_LOW, hx(12)),
+                (ids::cdp::S_LUT_LE_END_HIGH, hx(13)),
+                (ids::cdp::S_LUT_LO_START_LOW, hx(14)),
+                (ids::cdp::S_LUT_LO_START_HIGH, hx(15)),
+                (ids::cdp::S_LUT_LO_END_LOW, hx(16)),
+                (ids::cdp::S_LUT_LO_END_HIGH, hx(17)),
+                (
+                    ids::cdp::S_LUT_INFO,
+                    hx(20) | (hx(18) << 8) | (hx(19) << 16),
+                ),
+                (ids::cdp::S_LUT_LE_SLOPE_SCALE, hx(21) | (hx(22) << 16)),
+                (ids::cdp::S_LUT_LO_SLOPE_SCALE, hx(23) | (hx(24) << 16)),
+                (ids::cdp::S_LUT_LE_SLOPE_SHIFT, hx(25) | (hx(26) << 5)),
+                (ids::cdp::S_LUT_LO_SLOPE_SHIFT, hx(27) | (hx(28) << 5)),
+                (ids::cdp::D_LRN_CFG, hx(32)),
+                (ids::cdp::D_FUNC_BYPASS, hx(33) | (hx(34) << 1)),
+                (ids::cdp::D_DST_BASE_ADDR_LOW, 0x8000),
+                (ids::cdp::D_DST_LINE_STRIDE, 0x20),
+                (ids::cdp::D_DST_SURFACE_STRIDE, 0x20),
+                (ids::cdp::D_DST_DMA_CFG, 1),
             ] {
-                w(&mut vp, "CDP", r, v);
+                w(&mut vp, r, v);
             }
             // int16 lines carry a `16` marker, 12 channels and 4 results.
             let is16 = f.len() == 52;
@@ -717,22 +748,22 @@ mod tests {
             } else {
                 (0..nch).map(|i| hx(first + i) as u8).collect()
             };
-            w(&mut vp, "CDP", "D_DATA_FORMAT", u32::from(is16));
+            w(&mut vp, ids::cdp::D_DATA_FORMAT, u32::from(is16));
             vp.mem.write(RamType::Dram, 0x4000, &data).unwrap();
             for (r, v) in [
-                ("D_DATA_CUBE_WIDTH", 0),
-                ("D_DATA_CUBE_HEIGHT", 0),
-                ("D_DATA_CUBE_CHANNEL", nch as u32 - 1),
-                ("D_SRC_BASE_ADDR_LOW", 0x4000),
-                ("D_SRC_LINE_STRIDE", 0x20),
-                ("D_SRC_SURFACE_STRIDE", 0x20),
-                ("D_SRC_DMA_CFG", 1),
-                ("D_DATA_FORMAT", u32::from(is16)),
-                ("D_OP_ENABLE", 1),
+                (ids::cdp_rdma::D_DATA_CUBE_WIDTH, 0),
+                (ids::cdp_rdma::D_DATA_CUBE_HEIGHT, 0),
+                (ids::cdp_rdma::D_DATA_CUBE_CHANNEL, nch as u32 - 1),
+                (ids::cdp_rdma::D_SRC_BASE_ADDR_LOW, 0x4000),
+                (ids::cdp_rdma::D_SRC_LINE_STRIDE, 0x20),
+                (ids::cdp_rdma::D_SRC_SURFACE_STRIDE, 0x20),
+                (ids::cdp_rdma::D_SRC_DMA_CFG, 1),
+                (ids::cdp_rdma::D_DATA_FORMAT, u32::from(is16)),
+                (ids::cdp_rdma::D_OP_ENABLE, 1),
             ] {
-                w(&mut vp, "CDP_RDMA", r, v);
+                w(&mut vp, r, v);
             }
-            w(&mut vp, "CDP", "D_OP_ENABLE", 1);
+            w(&mut vp, ids::cdp::D_OP_ENABLE, 1);
             assert!(vp.irq_pending(), "{:?}", vp.fault());
             let bpe = if is16 { 2 } else { 1 };
             let out = vp
@@ -785,38 +816,36 @@ mod tests {
             let hx = |i: usize| u32::from_str_radix(f[i], 16).unwrap();
             let dec = |i: usize| f[i].parse::<i32>().unwrap();
             let mut vp = Vp::new(HwConfig::new(&nvdla_hw::NV_FULL));
-            let w = |vp: &mut Vp, b: &str, r: &str, v: u32| {
-                let a = vp.lookup(b, r).unwrap();
+            let w = |vp: &mut Vp, r: Reg, v: u32| {
+                let a = vp.addr(r).unwrap();
                 vp.csb_write(a, v)
             };
-            w(&mut vp, "CDP", "S_LUT_ACCESS_CFG", 0x2_0000);
+            w(&mut vp, ids::cdp::S_LUT_ACCESS_CFG, 0x2_0000);
             for &t in &tables[..65] {
-                w(&mut vp, "CDP", "S_LUT_ACCESS_DATA", t);
+                w(&mut vp, ids::cdp::S_LUT_ACCESS_DATA, t);
             }
-            w(&mut vp, "CDP", "S_LUT_ACCESS_CFG", 0x3_0000);
+            w(&mut vp, ids::cdp::S_LUT_ACCESS_CFG, 0x3_0000);
             for &t in &tables[65..] {
-                w(&mut vp, "CDP", "S_LUT_ACCESS_DATA", t);
+                w(&mut vp, ids::cdp::S_LUT_ACCESS_DATA, t);
             }
             let cfg = hx(1) | (hx(2) << 4) | (hx(3) << 5) | (hx(4) << 6);
-            w(&mut vp, "CDP", "S_LUT_CFG", cfg);
+            w(&mut vp, ids::cdp::S_LUT_CFG, cfg);
             let info = (dec(9) as u32 & 0xff)
                 | ((dec(10) as u32 & 0xff) << 8)
                 | ((dec(11) as u32 & 0xff) << 16);
-            w(&mut vp, "CDP", "S_LUT_INFO", info);
-            w(&mut vp, "CDP", "S_LUT_LE_START_LOW", hx(5));
-            w(&mut vp, "CDP", "S_LUT_LE_END_LOW", hx(6));
-            w(&mut vp, "CDP", "S_LUT_LO_START_LOW", hx(7));
-            w(&mut vp, "CDP", "S_LUT_LO_END_LOW", hx(8));
+            w(&mut vp, ids::cdp::S_LUT_INFO, info);
+            w(&mut vp, ids::cdp::S_LUT_LE_START_LOW, hx(5));
+            w(&mut vp, ids::cdp::S_LUT_LE_END_LOW, hx(6));
+            w(&mut vp, ids::cdp::S_LUT_LO_START_LOW, hx(7));
+            w(&mut vp, ids::cdp::S_LUT_LO_END_LOW, hx(8));
             w(
                 &mut vp,
-                "CDP",
-                "S_LUT_LE_SLOPE_SCALE",
+                ids::cdp::S_LUT_LE_SLOPE_SCALE,
                 hx(12) | (hx(13) << 16),
             );
             w(
                 &mut vp,
-                "CDP",
-                "S_LUT_LO_SLOPE_SCALE",
+                ids::cdp::S_LUT_LO_SLOPE_SCALE,
                 hx(14) | (hx(15) << 16),
             );
             let data: Vec<u8> = (0..12)
@@ -824,29 +853,29 @@ mod tests {
                 .collect();
             vp.mem.write(RamType::Dram, 0x4000, &data).unwrap();
             for (r, v) in [
-                ("D_DATA_CUBE_WIDTH", 0),
-                ("D_DATA_CUBE_HEIGHT", 0),
-                ("D_DATA_CUBE_CHANNEL", 11),
-                ("D_SRC_BASE_ADDR_LOW", 0x4000),
-                ("D_SRC_LINE_STRIDE", 0x20),
-                ("D_SRC_SURFACE_STRIDE", 0x20),
-                ("D_SRC_DMA_CFG", 1),
-                ("D_DATA_FORMAT", 2),
-                ("D_OP_ENABLE", 1),
+                (ids::cdp_rdma::D_DATA_CUBE_WIDTH, 0),
+                (ids::cdp_rdma::D_DATA_CUBE_HEIGHT, 0),
+                (ids::cdp_rdma::D_DATA_CUBE_CHANNEL, 11),
+                (ids::cdp_rdma::D_SRC_BASE_ADDR_LOW, 0x4000),
+                (ids::cdp_rdma::D_SRC_LINE_STRIDE, 0x20),
+                (ids::cdp_rdma::D_SRC_SURFACE_STRIDE, 0x20),
+                (ids::cdp_rdma::D_SRC_DMA_CFG, 1),
+                (ids::cdp_rdma::D_DATA_FORMAT, 2),
+                (ids::cdp_rdma::D_OP_ENABLE, 1),
             ] {
-                w(&mut vp, "CDP_RDMA", r, v);
+                w(&mut vp, r, v);
             }
             for (r, v) in [
-                ("D_DST_BASE_ADDR_LOW", 0x8000),
-                ("D_DST_LINE_STRIDE", 0x20),
-                ("D_DST_SURFACE_STRIDE", 0x20),
-                ("D_DST_DMA_CFG", 1),
-                ("D_DATA_FORMAT", 2),
-                ("D_LRN_CFG", hx(0)),
-                ("D_FUNC_BYPASS", hx(16) | (hx(17) << 1)),
-                ("D_OP_ENABLE", 1),
+                (ids::cdp::D_DST_BASE_ADDR_LOW, 0x8000),
+                (ids::cdp::D_DST_LINE_STRIDE, 0x20),
+                (ids::cdp::D_DST_SURFACE_STRIDE, 0x20),
+                (ids::cdp::D_DST_DMA_CFG, 1),
+                (ids::cdp::D_DATA_FORMAT, 2),
+                (ids::cdp::D_LRN_CFG, hx(0)),
+                (ids::cdp::D_FUNC_BYPASS, hx(16) | (hx(17) << 1)),
+                (ids::cdp::D_OP_ENABLE, 1),
             ] {
-                w(&mut vp, "CDP", r, v);
+                w(&mut vp, r, v);
             }
             assert!(vp.irq_pending(), "{:?}", vp.fault());
             let out = vp.mem.read_vec(RamType::Dram, 0x8000 + 8, 8).unwrap();

@@ -24,15 +24,32 @@ use crate::arith::{sext, shr_round};
 use crate::config::HwConfig;
 use crate::fp::{FP16, FP17};
 use crate::mem::{Memory, RamType};
-use crate::regs::fields::{PDP_KERNEL_CFG, PDP_OPERATION_MODE, PDP_PADDING_CFG};
-use crate::regs::RegFile;
+use crate::regs::{ids, Reg, RegFile};
+use ids::pdp::{
+    D_OPERATION_MODE_CFG as PDP_OPERATION_MODE, D_POOLING_KERNEL_CFG as PDP_KERNEL_CFG,
+    D_POOLING_PADDING_CFG as PDP_PADDING_CFG,
+};
 
 const BLOCK: &str = "PDP";
 
+/// `D_POOLING_PADDING_VALUE_<n>_CFG`, n = 1..=7.
+const PAD_VALUES: [Reg; 7] = {
+    use ids::pdp::*;
+    [
+        D_POOLING_PADDING_VALUE_1_CFG,
+        D_POOLING_PADDING_VALUE_2_CFG,
+        D_POOLING_PADDING_VALUE_3_CFG,
+        D_POOLING_PADDING_VALUE_4_CFG,
+        D_POOLING_PADDING_VALUE_5_CFG,
+        D_POOLING_PADDING_VALUE_6_CFG,
+        D_POOLING_PADDING_VALUE_7_CFG,
+    ]
+};
+
 /// True when PDP takes its input from SDP (`FLYING_MODE = ON_FLYING`).
 pub fn on_the_fly(pdp: &RegFile) -> bool {
-    pdp.cur_as::<PDP_OPERATION_MODE::Register>("D_OPERATION_MODE_CFG")
-        .matches_all(PDP_OPERATION_MODE::FLYING_MODE::OnFlying)
+    pdp.cur_as::<PDP_OPERATION_MODE::Register>(ids::pdp::D_OPERATION_MODE_CFG)
+        .matches_all(PDP_OPERATION_MODE::FLYING_MODE::ON_FLYING)
 }
 
 /// Pooling method.
@@ -205,18 +222,18 @@ pub fn run(
         block: BLOCK,
         msg: m,
     };
-    let prec = Precision::from_field(pdp.cur("D_DATA_FORMAT"), BLOCK)?;
+    let prec = Precision::from_field(pdp.cur(ids::pdp::D_DATA_FORMAT), BLOCK)?;
     check_precision(cfg, prec, BLOCK)?;
-    let d = |n: &str| (pdp.cur(n) & 0x1fff) as usize + 1;
+    let d = |n: Reg| (pdp.cur(n) & 0x1fff) as usize + 1;
     let (w, h, c) = (
-        d("D_DATA_CUBE_IN_WIDTH"),
-        d("D_DATA_CUBE_IN_HEIGHT"),
-        d("D_DATA_CUBE_IN_CHANNEL"),
+        d(ids::pdp::D_DATA_CUBE_IN_WIDTH),
+        d(ids::pdp::D_DATA_CUBE_IN_HEIGHT),
+        d(ids::pdp::D_DATA_CUBE_IN_CHANNEL),
     );
     let (ow, oh, oc) = (
-        d("D_DATA_CUBE_OUT_WIDTH"),
-        d("D_DATA_CUBE_OUT_HEIGHT"),
-        d("D_DATA_CUBE_OUT_CHANNEL"),
+        d(ids::pdp::D_DATA_CUBE_OUT_WIDTH),
+        d(ids::pdp::D_DATA_CUBE_OUT_HEIGHT),
+        d(ids::pdp::D_DATA_CUBE_OUT_CHANNEL),
     );
     super::check_cube(BLOCK, w.max(ow), h.max(oh), c.next_multiple_of(32))?;
     if oc != c {
@@ -224,19 +241,19 @@ pub fn run(
             "output channels {oc} differ from input channels {c}"
         )));
     }
-    let mode = pdp.cur_as::<PDP_OPERATION_MODE::Register>("D_OPERATION_MODE_CFG");
+    let mode = pdp.cur_as::<PDP_OPERATION_MODE::Register>(ids::pdp::D_OPERATION_MODE_CFG);
     let method = match mode.read_as_enum(PDP_OPERATION_MODE::POOLING_METHOD) {
-        Some(PDP_OPERATION_MODE::POOLING_METHOD::Value::Average) => Method::Average,
-        Some(PDP_OPERATION_MODE::POOLING_METHOD::Value::Max) => Method::Max,
-        Some(PDP_OPERATION_MODE::POOLING_METHOD::Value::Min) => Method::Min,
+        Some(PDP_OPERATION_MODE::POOLING_METHOD::Value::POOLING_METHOD_AVERAGE) => Method::Average,
+        Some(PDP_OPERATION_MODE::POOLING_METHOD::Value::POOLING_METHOD_MAX) => Method::Max,
+        Some(PDP_OPERATION_MODE::POOLING_METHOD::Value::POOLING_METHOD_MIN) => Method::Min,
         None => return Err(bad("reserved pooling method 3".into())),
     };
-    let k = pdp.cur_as::<PDP_KERNEL_CFG::Register>("D_POOLING_KERNEL_CFG");
-    let pad = pdp.cur_as::<PDP_PADDING_CFG::Register>("D_POOLING_PADDING_CFG");
+    let k = pdp.cur_as::<PDP_KERNEL_CFG::Register>(ids::pdp::D_POOLING_KERNEL_CFG);
+    let pad = pdp.cur_as::<PDP_PADDING_CFG::Register>(ids::pdp::D_POOLING_PADDING_CFG);
     let kf = |f| k.read(f) as usize + 1;
     let mut pad_values = [0i64; 8];
     for (n, v) in pad_values.iter_mut().enumerate().skip(1) {
-        *v = sext(pdp.cur(&format!("D_POOLING_PADDING_VALUE_{n}_CFG")), 19);
+        *v = sext(pdp.cur(PAD_VALUES[n - 1]), 19);
     }
     let p = Pooling {
         method,
@@ -255,8 +272,14 @@ pub fn run(
         out: (ow, oh),
         pad_values,
         recip: (
-            i64::from(pdp.cur("D_RECIP_KERNEL_WIDTH") & 0x1_ffff),
-            i64::from(pdp.cur("D_RECIP_KERNEL_HEIGHT") & 0x1_ffff),
+            i64::from(pdp.field(
+                ids::pdp::D_RECIP_KERNEL_WIDTH,
+                ids::pdp::D_RECIP_KERNEL_WIDTH::RECIP_KERNEL_WIDTH,
+            )),
+            i64::from(pdp.field(
+                ids::pdp::D_RECIP_KERNEL_HEIGHT,
+                ids::pdp::D_RECIP_KERNEL_HEIGHT::RECIP_KERNEL_HEIGHT,
+            )),
         ),
     };
     if p.kernel.0 > 8 || p.kernel.1 > 8 {
@@ -271,13 +294,13 @@ pub fn run(
     let cp = c.div_ceil(cpa) * cpa;
     // Refuse an unreachable output before computing it.
     let dst = CubeLayout {
-        ram: RamType::from_field(pdp.cur("D_DST_RAM_CFG")),
+        ram: RamType::from_field(pdp.cur(ids::pdp::D_DST_RAM_CFG)),
         base: addr64(
-            pdp.cur("D_DST_BASE_ADDR_HIGH"),
-            pdp.cur("D_DST_BASE_ADDR_LOW"),
+            pdp.cur(ids::pdp::D_DST_BASE_ADDR_HIGH),
+            pdp.cur(ids::pdp::D_DST_BASE_ADDR_LOW),
         ),
-        line_stride: u64::from(pdp.cur("D_DST_LINE_STRIDE")),
-        surf_stride: u64::from(pdp.cur("D_DST_SURFACE_STRIDE")),
+        line_stride: u64::from(pdp.cur(ids::pdp::D_DST_LINE_STRIDE)),
+        surf_stride: u64::from(pdp.cur(ids::pdp::D_DST_SURFACE_STRIDE)),
         w: ow,
         h: oh,
         c: cp,
@@ -298,13 +321,13 @@ pub fn run(
             v
         }
         None => CubeLayout {
-            ram: RamType::from_field(rdma.cur("D_SRC_RAM_CFG")),
+            ram: RamType::from_field(rdma.cur(ids::pdp_rdma::D_SRC_RAM_CFG)),
             base: addr64(
-                rdma.cur("D_SRC_BASE_ADDR_HIGH"),
-                rdma.cur("D_SRC_BASE_ADDR_LOW"),
+                rdma.cur(ids::pdp_rdma::D_SRC_BASE_ADDR_HIGH),
+                rdma.cur(ids::pdp_rdma::D_SRC_BASE_ADDR_LOW),
             ),
-            line_stride: u64::from(rdma.cur("D_SRC_LINE_STRIDE")),
-            surf_stride: u64::from(rdma.cur("D_SRC_SURFACE_STRIDE")),
+            line_stride: u64::from(rdma.cur(ids::pdp_rdma::D_SRC_LINE_STRIDE)),
+            surf_stride: u64::from(rdma.cur(ids::pdp_rdma::D_SRC_SURFACE_STRIDE)),
             w,
             h,
             c: cp,

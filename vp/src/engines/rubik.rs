@@ -13,35 +13,49 @@
 use super::{addr64, check_precision, CubeLayout, EngineError, Precision};
 use crate::config::HwConfig;
 use crate::mem::{Memory, RamType};
-use crate::regs::fields::RBK_MISC_CFG;
-use crate::regs::RegFile;
+use crate::regs::{ids, Reg, RegFile};
+use ids::rbk::D_MISC_CFG as RBK_MISC_CFG;
 
 const BLOCK: &str = "RUBIK";
 
 /// Runs one layer.
 pub fn run(cfg: &HwConfig, rbk: &RegFile, mem: &mut Memory) -> Result<(), EngineError> {
-    let misc = rbk.cur_as::<RBK_MISC_CFG::Register>("D_MISC_CFG");
+    let misc = rbk.cur_as::<RBK_MISC_CFG::Register>(ids::rbk::D_MISC_CFG);
     let prec = Precision::from_field(misc.read(RBK_MISC_CFG::IN_PRECISION), BLOCK)?;
     check_precision(cfg, prec, BLOCK)?;
     let bpe = prec.bytes() as usize;
     let atom = cfg.hw.memory_atomic as usize;
     let epa = atom / bpe;
-    let size0 = rbk.cur("D_DATAIN_SIZE_0");
+    let size0 = rbk.cur(ids::rbk::D_DATAIN_SIZE_0);
     let w = (size0 & 0x1fff) as usize + 1;
-    let h = ((size0 >> 16) & 0x1fff) as usize + 1;
-    let c_in = (rbk.cur("D_DATAIN_SIZE_1") & 0x1fff) as usize + 1;
-    let c_out = (rbk.cur("D_DATAOUT_SIZE_1") & 0x1fff) as usize + 1;
+    let h = ids::rbk::D_DATAIN_SIZE_0::DATAIN_HEIGHT.read(size0) as usize + 1;
+    let c_in = rbk.field(
+        ids::rbk::D_DATAIN_SIZE_1,
+        ids::rbk::D_DATAIN_SIZE_1::DATAIN_CHANNEL,
+    ) as usize
+        + 1;
+    let c_out = rbk.field(
+        ids::rbk::D_DATAOUT_SIZE_1,
+        ids::rbk::D_DATAOUT_SIZE_1::DATAOUT_CHANNEL,
+    ) as usize
+        + 1;
     super::check_cube(BLOCK, w, h, c_in.max(c_out).next_multiple_of(32))?;
-    let in_ram = RamType::from_field(rbk.cur("D_DAIN_RAM_TYPE"));
-    let out_ram = RamType::from_field(rbk.cur("D_DAOUT_RAM_TYPE"));
-    let src = addr64(rbk.cur("D_DAIN_ADDR_HIGH"), rbk.cur("D_DAIN_ADDR_LOW"));
-    let dst = addr64(rbk.cur("D_DAOUT_ADDR_HIGH"), rbk.cur("D_DAOUT_ADDR_LOW"));
-    let u = |n: &str| u64::from(rbk.cur(n));
+    let in_ram = RamType::from_field(rbk.cur(ids::rbk::D_DAIN_RAM_TYPE));
+    let out_ram = RamType::from_field(rbk.cur(ids::rbk::D_DAOUT_RAM_TYPE));
+    let src = addr64(
+        rbk.cur(ids::rbk::D_DAIN_ADDR_HIGH),
+        rbk.cur(ids::rbk::D_DAIN_ADDR_LOW),
+    );
+    let dst = addr64(
+        rbk.cur(ids::rbk::D_DAOUT_ADDR_HIGH),
+        rbk.cur(ids::rbk::D_DAOUT_ADDR_LOW),
+    );
+    let u = |n: Reg| u64::from(rbk.cur(n));
     match misc.read(RBK_MISC_CFG::RUBIK_MODE) {
         0 => {
-            let ds = rbk.cur("D_DECONV_STRIDE");
+            let ds = rbk.cur(ids::rbk::D_DECONV_STRIDE);
             let sx = (ds & 0x1f) as u64 + 1;
-            let sy = ((ds >> 16) & 0x1f) as u64 + 1;
+            let sy = ids::rbk::D_DECONV_STRIDE::DECONV_Y_STRIDE.read(ds) as u64 + 1;
             super::check_cube(
                 BLOCK,
                 w * sx as usize,
@@ -56,13 +70,13 @@ pub fn run(cfg: &HwConfig, rbk: &RegFile, mem: &mut Memory) -> Result<(), Engine
                         for ix in 0..sx {
                             let si = (iy * sx + ix) * surfaces + s;
                             let a = src
-                                .wrapping_add(si.wrapping_mul(u("D_DAIN_SURF_STRIDE")))
-                                .wrapping_add(y.wrapping_mul(u("D_DAIN_LINE_STRIDE")));
+                                .wrapping_add(si.wrapping_mul(u(ids::rbk::D_DAIN_SURF_STRIDE)))
+                                .wrapping_add(y.wrapping_mul(u(ids::rbk::D_DAIN_LINE_STRIDE)));
                             mem.read(in_ram, a, &mut line)?;
                             let ob = dst
-                                .wrapping_add(s.wrapping_mul(u("D_DAOUT_SURF_STRIDE")))
-                                .wrapping_add(y.wrapping_mul(u("D_CONTRACT_STRIDE_1")))
-                                .wrapping_add(iy.wrapping_mul(u("D_DAOUT_LINE_STRIDE")));
+                                .wrapping_add(s.wrapping_mul(u(ids::rbk::D_DAOUT_SURF_STRIDE)))
+                                .wrapping_add(y.wrapping_mul(u(ids::rbk::D_CONTRACT_STRIDE_1)))
+                                .wrapping_add(iy.wrapping_mul(u(ids::rbk::D_DAOUT_LINE_STRIDE)));
                             for x in 0..w as u64 {
                                 let o = ob.wrapping_add((x * sx + ix) * atom as u64);
                                 let xs = x as usize * atom;
@@ -78,8 +92,8 @@ pub fn run(cfg: &HwConfig, rbk: &RegFile, mem: &mut Memory) -> Result<(), Engine
             let cube = CubeLayout {
                 ram: in_ram,
                 base: src,
-                line_stride: u("D_DAIN_LINE_STRIDE"),
-                surf_stride: u("D_DAIN_SURF_STRIDE"),
+                line_stride: u(ids::rbk::D_DAIN_LINE_STRIDE),
+                surf_stride: u(ids::rbk::D_DAIN_SURF_STRIDE),
                 w,
                 h,
                 c: c_out,
@@ -101,8 +115,8 @@ pub fn run(cfg: &HwConfig, rbk: &RegFile, mem: &mut Memory) -> Result<(), Engine
                         }
                     }
                     let a = dst
-                        .wrapping_add((ch as u64).wrapping_mul(u("D_DAOUT_PLANAR_STRIDE")))
-                        .wrapping_add((y as u64).wrapping_mul(u("D_DAOUT_LINE_STRIDE")));
+                        .wrapping_add((ch as u64).wrapping_mul(u(ids::rbk::D_DAOUT_PLANAR_STRIDE)))
+                        .wrapping_add((y as u64).wrapping_mul(u(ids::rbk::D_DAOUT_LINE_STRIDE)));
                     mem.write(out_ram, a, &row)?;
                 }
             }
@@ -114,8 +128,8 @@ pub fn run(cfg: &HwConfig, rbk: &RegFile, mem: &mut Memory) -> Result<(), Engine
             for ch in 0..c_in {
                 for y in 0..h {
                     let a = src
-                        .wrapping_add((ch as u64).wrapping_mul(u("D_DAIN_PLANAR_STRIDE")))
-                        .wrapping_add((y as u64).wrapping_mul(u("D_DAIN_LINE_STRIDE")));
+                        .wrapping_add((ch as u64).wrapping_mul(u(ids::rbk::D_DAIN_PLANAR_STRIDE)))
+                        .wrapping_add((y as u64).wrapping_mul(u(ids::rbk::D_DAIN_LINE_STRIDE)));
                     mem.read(in_ram, a, &mut row)?;
                     for x in 0..w {
                         cube[(ch * h + y) * w + x] = if bpe == 1 {
@@ -129,8 +143,8 @@ pub fn run(cfg: &HwConfig, rbk: &RegFile, mem: &mut Memory) -> Result<(), Engine
             CubeLayout {
                 ram: out_ram,
                 base: dst,
-                line_stride: u("D_DAOUT_LINE_STRIDE"),
-                surf_stride: u("D_DAOUT_SURF_STRIDE"),
+                line_stride: u(ids::rbk::D_DAOUT_LINE_STRIDE),
+                surf_stride: u(ids::rbk::D_DAOUT_SURF_STRIDE),
                 w,
                 h,
                 c: c_in,
@@ -150,10 +164,11 @@ pub fn run(cfg: &HwConfig, rbk: &RegFile, mem: &mut Memory) -> Result<(), Engine
 mod tests {
     use crate::config::HwConfig;
     use crate::mem::RamType;
+    use crate::regs::{ids, Reg};
     use crate::vp::Vp;
 
-    fn w(vp: &mut Vp, r: &str, v: u32) {
-        let a = vp.lookup("RBK", r).unwrap();
+    fn w(vp: &mut Vp, r: Reg, v: u32) {
+        let a = vp.addr(r).unwrap();
         vp.csb_write(a, v);
     }
 
@@ -175,19 +190,19 @@ mod tests {
             }
         }
         vp.mem.write(RamType::Dram, 0x1000_0000, &src).unwrap();
-        w(&mut vp, "D_MISC_CFG", 1);
-        w(&mut vp, "D_DAIN_RAM_TYPE", 1);
-        w(&mut vp, "D_DAOUT_RAM_TYPE", 1);
-        w(&mut vp, "D_DATAIN_SIZE_0", 2 | (1 << 16));
-        w(&mut vp, "D_DATAIN_SIZE_1", 39);
-        w(&mut vp, "D_DATAOUT_SIZE_1", 39);
-        w(&mut vp, "D_DAIN_ADDR_LOW", 0x1000_0000);
-        w(&mut vp, "D_DAIN_LINE_STRIDE", 0x60);
-        w(&mut vp, "D_DAIN_SURF_STRIDE", 0x100);
-        w(&mut vp, "D_DAOUT_ADDR_LOW", 0x2000_0000);
-        w(&mut vp, "D_DAOUT_LINE_STRIDE", 0x20);
-        w(&mut vp, "D_DAOUT_PLANAR_STRIDE", 0x40);
-        w(&mut vp, "D_OP_ENABLE", 1);
+        w(&mut vp, ids::rbk::D_MISC_CFG, 1);
+        w(&mut vp, ids::rbk::D_DAIN_RAM_TYPE, 1);
+        w(&mut vp, ids::rbk::D_DAOUT_RAM_TYPE, 1);
+        w(&mut vp, ids::rbk::D_DATAIN_SIZE_0, 2 | (1 << 16));
+        w(&mut vp, ids::rbk::D_DATAIN_SIZE_1, 39);
+        w(&mut vp, ids::rbk::D_DATAOUT_SIZE_1, 39);
+        w(&mut vp, ids::rbk::D_DAIN_ADDR_LOW, 0x1000_0000);
+        w(&mut vp, ids::rbk::D_DAIN_LINE_STRIDE, 0x60);
+        w(&mut vp, ids::rbk::D_DAIN_SURF_STRIDE, 0x100);
+        w(&mut vp, ids::rbk::D_DAOUT_ADDR_LOW, 0x2000_0000);
+        w(&mut vp, ids::rbk::D_DAOUT_LINE_STRIDE, 0x20);
+        w(&mut vp, ids::rbk::D_DAOUT_PLANAR_STRIDE, 0x40);
+        w(&mut vp, ids::rbk::D_OP_ENABLE, 1);
         assert!(vp.irq_pending());
         // channel 33, line 1: 3 bytes then zero fill to the atom
         let row = vp
@@ -204,19 +219,19 @@ mod tests {
             ]
         );
         // merge back, programmed into the other register group (ping-pong)
-        w(&mut vp, "S_POINTER", 1);
-        w(&mut vp, "D_MISC_CFG", 2);
-        w(&mut vp, "D_DAIN_RAM_TYPE", 1);
-        w(&mut vp, "D_DAOUT_RAM_TYPE", 1);
-        w(&mut vp, "D_DATAIN_SIZE_0", 2 | (1 << 16));
-        w(&mut vp, "D_DATAIN_SIZE_1", 39);
-        w(&mut vp, "D_DAIN_ADDR_LOW", 0x2000_0000);
-        w(&mut vp, "D_DAIN_LINE_STRIDE", 0x20);
-        w(&mut vp, "D_DAIN_PLANAR_STRIDE", 0x40);
-        w(&mut vp, "D_DAOUT_ADDR_LOW", 0x3000_0000);
-        w(&mut vp, "D_DAOUT_LINE_STRIDE", 0x60);
-        w(&mut vp, "D_DAOUT_SURF_STRIDE", 0x100);
-        w(&mut vp, "D_OP_ENABLE", 1);
+        w(&mut vp, ids::rbk::S_POINTER, 1);
+        w(&mut vp, ids::rbk::D_MISC_CFG, 2);
+        w(&mut vp, ids::rbk::D_DAIN_RAM_TYPE, 1);
+        w(&mut vp, ids::rbk::D_DAOUT_RAM_TYPE, 1);
+        w(&mut vp, ids::rbk::D_DATAIN_SIZE_0, 2 | (1 << 16));
+        w(&mut vp, ids::rbk::D_DATAIN_SIZE_1, 39);
+        w(&mut vp, ids::rbk::D_DAIN_ADDR_LOW, 0x2000_0000);
+        w(&mut vp, ids::rbk::D_DAIN_LINE_STRIDE, 0x20);
+        w(&mut vp, ids::rbk::D_DAIN_PLANAR_STRIDE, 0x40);
+        w(&mut vp, ids::rbk::D_DAOUT_ADDR_LOW, 0x3000_0000);
+        w(&mut vp, ids::rbk::D_DAOUT_LINE_STRIDE, 0x60);
+        w(&mut vp, ids::rbk::D_DAOUT_SURF_STRIDE, 0x100);
+        w(&mut vp, ids::rbk::D_OP_ENABLE, 1);
         vp.run_pending();
         assert!(vp.fault().is_none());
         assert_eq!(

@@ -27,11 +27,14 @@ use crate::arith::{sat, sext, shl_sat, shr_round_sat};
 use crate::config::HwConfig;
 use crate::fp::{f16_to_f32, f16_to_i16, f32_to_f16, int_to_f16, FP16, FP17, FP32};
 use crate::mem::{Memory, RamType};
-use crate::regs::fields::{
-    DP_ALU_CFG, DP_CFG, DP_MUL_CFG, EW_OP_CFG, LUT_CFG, LUT_INFO, OPERAND_DMA_CFG, SDP_FEATURE_MODE,
-};
-use crate::regs::RegFile;
+use crate::regs::{ids, Reg, RegFile};
 use crate::vp::LutRam;
+use ids::sdp::{
+    D_DP_BS_ALU_CFG as DP_ALU_CFG, D_DP_BS_CFG as DP_CFG, D_DP_BS_MUL_CFG as DP_MUL_CFG,
+    D_DP_EW_ALU_CFG, D_DP_EW_CFG, D_DP_EW_MUL_CFG, D_FEATURE_MODE_CFG as SDP_FEATURE_MODE,
+    S_LUT_CFG as LUT_CFG, S_LUT_INFO as LUT_INFO,
+};
+use ids::sdp_rdma::D_BRDMA_CFG as OPERAND_DMA_CFG;
 use tock_registers::LocalRegisterCopy;
 
 const BLOCK: &str = "SDP";
@@ -73,8 +76,8 @@ pub struct Plan {
 
 /// Decodes the data sources of the consumer group.
 pub fn plan(cfg: &HwConfig, sdp: &RegFile, rdma: &RegFile) -> Plan {
-    let fm = sdp.cur_as::<SDP_FEATURE_MODE::Register>("D_FEATURE_MODE_CFG");
-    let flying = fm.matches_all(SDP_FEATURE_MODE::FLYING_MODE::On);
+    let fm = sdp.cur_as::<SDP_FEATURE_MODE::Register>(ids::sdp::D_FEATURE_MODE_CFG);
+    let flying = fm.matches_all(SDP_FEATURE_MODE::FLYING_MODE::ON);
     let u = &cfg.sdp_units;
     // Operands come through SDP_RDMA only when an active unit takes one from memory;
     // a DMA channel left enabled (the reset value) while every unit reads its operand
@@ -86,9 +89,9 @@ pub fn plan(cfg: &HwConfig, sdp: &RegFile, rdma: &RegFile) -> Plan {
     // `NVDLA_SDP_{BS,BN,EW}_ENABLE`, `vmod/nvdla/sdp/NV_NVDLA_SDP_rdma.v`).
     let rdma_on = rdma.consumer_enabled()
         && [
-            ("D_BRDMA_CFG", u.bs),
-            ("D_NRDMA_CFG", u.bn),
-            ("D_ERDMA_CFG", u.ew),
+            (ids::sdp_rdma::D_BRDMA_CFG, u.bs),
+            (ids::sdp_rdma::D_NRDMA_CFG, u.bn),
+            (ids::sdp_rdma::D_ERDMA_CFG, u.ew),
         ]
         .iter()
         .any(|&(r, present)| present && rdma.get(rdma.consumer, r) & 1 == 0);
@@ -101,7 +104,7 @@ pub fn plan(cfg: &HwConfig, sdp: &RegFile, rdma: &RegFile) -> Plan {
     Plan {
         needs_rdma: !flying || operand_dma,
         from_cacc: flying,
-        to_pdp: fm.matches_all(SDP_FEATURE_MODE::OUTPUT_DST::Pdp),
+        to_pdp: fm.matches_all(SDP_FEATURE_MODE::OUTPUT_DST::PDP),
     }
 }
 
@@ -118,8 +121,8 @@ pub fn plan(cfg: &HwConfig, sdp: &RegFile, rdma: &RegFile) -> Plan {
 /// are the computed results); [`HwConfig::as_built`] bypasses as the RTL.
 fn units(cfg: &HwConfig, sdp: &RegFile) -> (XCfg, XCfg, YCfg) {
     let u = &cfg.sdp_units;
-    let mut x1 = XCfg::decode(sdp, "BS");
-    let mut x2 = XCfg::decode(sdp, "BN");
+    let mut x1 = XCfg::decode(sdp, &X_BS);
+    let mut x2 = XCfg::decode(sdp, &X_BN);
     let mut y = YCfg::decode(sdp);
     x1.bypass |= !u.bs;
     x2.bypass |= !u.bn;
@@ -131,7 +134,7 @@ fn units(cfg: &HwConfig, sdp: &RegFile) -> (XCfg, XCfg, YCfg) {
 /// Whether SDP's consumer group is programmed for Winograd output
 /// (`D_FEATURE_MODE_CFG.WINOGRAD`).
 pub fn winograd_output(sdp: &RegFile) -> bool {
-    sdp.cur_as::<SDP_FEATURE_MODE::Register>("D_FEATURE_MODE_CFG")
+    sdp.cur_as::<SDP_FEATURE_MODE::Register>(ids::sdp::D_FEATURE_MODE_CFG)
         .is_set(SDP_FEATURE_MODE::WINOGRAD)
 }
 
@@ -147,33 +150,45 @@ pub fn output_layout(
     rdma: &RegFile,
     from_cacc: bool,
 ) -> Result<Option<CubeLayout>, EngineError> {
-    let fm = sdp.cur("D_FEATURE_MODE_CFG");
+    let fm = sdp.cur(ids::sdp::D_FEATURE_MODE_CFG);
     let (_, _, y) = units(cfg, sdp);
     let eql = !y.bypass && !y.alu_bypass && y.alu_algo == 3;
     if eql || fm & 2 != 0 {
         return Ok(None);
     }
-    let w = (sdp.cur("D_DATA_CUBE_WIDTH") & 0x1fff) as usize + 1;
-    let h = (sdp.cur("D_DATA_CUBE_HEIGHT") & 0x1fff) as usize + 1;
-    let mut c = (sdp.cur("D_DATA_CUBE_CHANNEL") & 0x1fff) as usize + 1;
-    let out_prec = Precision::from_field(sdp.cur("D_DATA_FORMAT") >> 2, BLOCK)?;
+    let w = sdp.field(
+        ids::sdp::D_DATA_CUBE_WIDTH,
+        ids::sdp::D_DATA_CUBE_WIDTH::WIDTH,
+    ) as usize
+        + 1;
+    let h = sdp.field(
+        ids::sdp::D_DATA_CUBE_HEIGHT,
+        ids::sdp::D_DATA_CUBE_HEIGHT::HEIGHT,
+    ) as usize
+        + 1;
+    let mut c = sdp.field(
+        ids::sdp::D_DATA_CUBE_CHANNEL,
+        ids::sdp::D_DATA_CUBE_CHANNEL::CHANNEL,
+    ) as usize
+        + 1;
+    let out_prec = Precision::from_field(sdp.cur(ids::sdp::D_DATA_FORMAT) >> 2, BLOCK)?;
     // Whole atoms are written: of the input precision from memory, of the processing
     // precision from CACC (see `run`).
     let in_prec = if from_cacc {
-        Precision::from_field(sdp.cur("D_DATA_FORMAT"), BLOCK)?
+        Precision::from_field(sdp.cur(ids::sdp::D_DATA_FORMAT), BLOCK)?
     } else {
-        Precision::from_field(rdma.cur("D_FEATURE_MODE_CFG") >> 2, BLOCK)?
+        Precision::from_field(rdma.cur(ids::sdp_rdma::D_FEATURE_MODE_CFG) >> 2, BLOCK)?
     };
     let cpa = (cfg.hw.memory_atomic / in_prec.bytes()).max(1) as usize;
     c = c.div_ceil(cpa) * cpa;
     Ok(Some(CubeLayout {
-        ram: RamType::from_field(sdp.cur("D_DST_DMA_CFG")),
+        ram: RamType::from_field(sdp.cur(ids::sdp::D_DST_DMA_CFG)),
         base: addr64(
-            sdp.cur("D_DST_BASE_ADDR_HIGH"),
-            sdp.cur("D_DST_BASE_ADDR_LOW"),
+            sdp.cur(ids::sdp::D_DST_BASE_ADDR_HIGH),
+            sdp.cur(ids::sdp::D_DST_BASE_ADDR_LOW),
         ),
-        line_stride: u64::from(sdp.cur("D_DST_LINE_STRIDE")),
-        surf_stride: u64::from(sdp.cur("D_DST_SURFACE_STRIDE")),
+        line_stride: u64::from(sdp.cur(ids::sdp::D_DST_LINE_STRIDE)),
+        surf_stride: u64::from(sdp.cur(ids::sdp::D_DST_SURFACE_STRIDE)),
         w,
         h,
         c,
@@ -199,27 +214,105 @@ struct XCfg {
     mul_op: i64,
 }
 
+/// The registers of one X unit (BS or BN).
+struct XRegs {
+    cfg: Reg,
+    alu_cfg: Reg,
+    alu_src_value: Reg,
+    mul_cfg: Reg,
+    mul_src_value: Reg,
+}
+
+/// SDP X1 (BS).
+const X_BS: XRegs = {
+    use ids::sdp::*;
+    XRegs {
+        cfg: D_DP_BS_CFG,
+        alu_cfg: D_DP_BS_ALU_CFG,
+        alu_src_value: D_DP_BS_ALU_SRC_VALUE,
+        mul_cfg: D_DP_BS_MUL_CFG,
+        mul_src_value: D_DP_BS_MUL_SRC_VALUE,
+    }
+};
+
+/// SDP X2 (BN).
+const X_BN: XRegs = {
+    use ids::sdp::*;
+    XRegs {
+        cfg: D_DP_BN_CFG,
+        alu_cfg: D_DP_BN_ALU_CFG,
+        alu_src_value: D_DP_BN_ALU_SRC_VALUE,
+        mul_cfg: D_DP_BN_MUL_CFG,
+        mul_src_value: D_DP_BN_MUL_SRC_VALUE,
+    }
+};
+
+/// Same bits.
+const fn same<A: tock_registers::RegisterLongName, B: tock_registers::RegisterLongName>(
+    a: tock_registers::fields::Field<u32, A>,
+    b: tock_registers::fields::Field<u32, B>,
+) -> bool {
+    a.mask == b.mask && a.shift == b.shift
+}
+
+/// BN's fields sit where BS's do ([`XCfg::decode`] reads both with BS's layout).
+const _: () = {
+    use ids::sdp::{D_DP_BN_ALU_CFG as NA, D_DP_BN_CFG as N, D_DP_BN_MUL_CFG as NM};
+    assert!(
+        same(DP_CFG::BS_BYPASS, N::BN_BYPASS)
+            && same(DP_CFG::BS_ALU_BYPASS, N::BN_ALU_BYPASS)
+            && same(DP_CFG::BS_ALU_ALGO, N::BN_ALU_ALGO)
+            && same(DP_CFG::BS_MUL_BYPASS, N::BN_MUL_BYPASS)
+            && same(DP_CFG::BS_MUL_PRELU, N::BN_MUL_PRELU)
+            && same(DP_CFG::BS_RELU_BYPASS, N::BN_RELU_BYPASS)
+            && same(DP_ALU_CFG::BS_ALU_SRC, NA::BN_ALU_SRC)
+            && same(DP_ALU_CFG::BS_ALU_SHIFT_VALUE, NA::BN_ALU_SHIFT_VALUE)
+            && same(DP_MUL_CFG::BS_MUL_SRC, NM::BN_MUL_SRC)
+            && same(DP_MUL_CFG::BS_MUL_SHIFT_VALUE, NM::BN_MUL_SHIFT_VALUE)
+    );
+};
+
+/// NRDMA's and ERDMA's fields sit where BRDMA's do ([`load_operands`] reads all three
+/// with BRDMA's layout).
+const _: () = {
+    use ids::sdp_rdma::{D_ERDMA_CFG as E, D_NRDMA_CFG as N};
+    use OPERAND_DMA_CFG as B;
+    assert!(
+        same(B::BRDMA_DISABLE, N::NRDMA_DISABLE)
+            && same(B::BRDMA_DATA_USE, N::NRDMA_DATA_USE)
+            && same(B::BRDMA_DATA_SIZE, N::NRDMA_DATA_SIZE)
+            && same(B::BRDMA_DATA_MODE, N::NRDMA_DATA_MODE)
+            && same(B::BRDMA_RAM_TYPE, N::NRDMA_RAM_TYPE)
+            && same(B::BRDMA_DISABLE, E::ERDMA_DISABLE)
+            && same(B::BRDMA_DATA_USE, E::ERDMA_DATA_USE)
+            && same(B::BRDMA_DATA_SIZE, E::ERDMA_DATA_SIZE)
+            && same(B::BRDMA_DATA_MODE, E::ERDMA_DATA_MODE)
+            && same(B::BRDMA_RAM_TYPE, E::ERDMA_RAM_TYPE)
+    );
+};
+
 impl XCfg {
-    fn decode(sdp: &RegFile, unit: &str) -> Self {
-        let name = |n: &str| format!("D_DP_{unit}_{n}");
-        let cfg = sdp.cur_as::<DP_CFG::Register>(&name("CFG"));
-        let alu = sdp.cur_as::<DP_ALU_CFG::Register>(&name("ALU_CFG"));
-        let mul = sdp.cur_as::<DP_MUL_CFG::Register>(&name("MUL_CFG"));
+    /// Decodes unit `x` ([`X_BS`] or [`X_BN`]) with the BS field layout, which a
+    /// compile-time check below `X_BN` proves identical to BN's.
+    fn decode(sdp: &RegFile, x: &XRegs) -> Self {
+        let cfg = LocalRegisterCopy::<u32, DP_CFG::Register>::new(sdp.cur(x.cfg));
+        let alu = LocalRegisterCopy::<u32, DP_ALU_CFG::Register>::new(sdp.cur(x.alu_cfg));
+        let mul = LocalRegisterCopy::<u32, DP_MUL_CFG::Register>::new(sdp.cur(x.mul_cfg));
         XCfg {
-            bypass: cfg.is_set(DP_CFG::BYPASS),
-            alu_bypass: cfg.is_set(DP_CFG::ALU_BYPASS),
-            alu_algo: cfg.read(DP_CFG::ALU_ALGO),
-            mul_bypass: cfg.is_set(DP_CFG::MUL_BYPASS),
-            prelu: cfg.is_set(DP_CFG::MUL_PRELU),
-            relu_bypass: cfg.is_set(DP_CFG::RELU_OR_LUT_BYPASS),
-            alu_src_mem: alu.matches_all(DP_ALU_CFG::SRC::Mem),
-            alu_shift: alu.read(DP_ALU_CFG::SHIFT_VALUE),
-            alu_op: sext(sdp.cur(&name("ALU_SRC_VALUE")), 16),
-            mul_src_mem: mul.matches_all(DP_MUL_CFG::SRC::Mem),
+            bypass: cfg.is_set(DP_CFG::BS_BYPASS),
+            alu_bypass: cfg.is_set(DP_CFG::BS_ALU_BYPASS),
+            alu_algo: cfg.read(DP_CFG::BS_ALU_ALGO),
+            mul_bypass: cfg.is_set(DP_CFG::BS_MUL_BYPASS),
+            prelu: cfg.is_set(DP_CFG::BS_MUL_PRELU),
+            relu_bypass: cfg.is_set(DP_CFG::BS_RELU_BYPASS),
+            alu_src_mem: alu.matches_all(DP_ALU_CFG::BS_ALU_SRC::MEM),
+            alu_shift: alu.read(DP_ALU_CFG::BS_ALU_SHIFT_VALUE),
+            alu_op: sext(sdp.cur(x.alu_src_value), 16),
+            mul_src_mem: mul.matches_all(DP_MUL_CFG::BS_MUL_SRC::MEM),
             // BS_MUL_SHIFT_VALUE is 8 bits wide in the register, 6 bits in the datapath
             // (`ACINTF(6) cfg_mul_shift_value`, cmod/hls/sdp/sdp_x.cpp).
-            mul_shift: mul.read(DP_MUL_CFG::SHIFT_VALUE) & 0x3f,
-            mul_op: sext(sdp.cur(&name("MUL_SRC_VALUE")), 16),
+            mul_shift: mul.read(DP_MUL_CFG::BS_MUL_SHIFT_VALUE) & 0x3f,
+            mul_op: sext(sdp.cur(x.mul_src_value), 16),
         }
     }
 
@@ -365,34 +458,34 @@ struct YCfg {
 
 impl YCfg {
     fn decode(sdp: &RegFile) -> Self {
-        let g = |n: &str| sdp.cur(n);
-        let cfg = sdp.cur_as::<DP_CFG::Register>("D_DP_EW_CFG");
-        let alu = sdp.cur_as::<EW_OP_CFG::Register>("D_DP_EW_ALU_CFG");
-        let mul = sdp.cur_as::<EW_OP_CFG::Register>("D_DP_EW_MUL_CFG");
+        let g = |n: Reg| sdp.cur(n);
+        let cfg = sdp.cur_as::<D_DP_EW_CFG::Register>(D_DP_EW_CFG);
+        let alu = sdp.cur_as::<D_DP_EW_ALU_CFG::Register>(D_DP_EW_ALU_CFG);
+        let mul = sdp.cur_as::<D_DP_EW_MUL_CFG::Register>(D_DP_EW_MUL_CFG);
         YCfg {
-            bypass: cfg.is_set(DP_CFG::BYPASS),
-            alu_bypass: cfg.is_set(DP_CFG::ALU_BYPASS),
-            alu_algo: cfg.read(DP_CFG::ALU_ALGO),
-            mul_bypass: cfg.is_set(DP_CFG::MUL_BYPASS),
-            prelu: cfg.is_set(DP_CFG::MUL_PRELU),
-            lut_bypass: cfg.is_set(DP_CFG::RELU_OR_LUT_BYPASS),
-            alu_src_mem: alu.matches_all(EW_OP_CFG::SRC::Mem),
-            alu_op: sext(g("D_DP_EW_ALU_SRC_VALUE"), 32),
+            bypass: cfg.is_set(D_DP_EW_CFG::EW_BYPASS),
+            alu_bypass: cfg.is_set(D_DP_EW_CFG::EW_ALU_BYPASS),
+            alu_algo: cfg.read(D_DP_EW_CFG::EW_ALU_ALGO),
+            mul_bypass: cfg.is_set(D_DP_EW_CFG::EW_MUL_BYPASS),
+            prelu: cfg.is_set(D_DP_EW_CFG::EW_MUL_PRELU),
+            lut_bypass: cfg.is_set(D_DP_EW_CFG::EW_LUT_BYPASS),
+            alu_src_mem: alu.matches_all(D_DP_EW_ALU_CFG::EW_ALU_SRC::MEM),
+            alu_op: sext(g(ids::sdp::D_DP_EW_ALU_SRC_VALUE), 32),
             alu_cvt: OpCvt {
-                bypass: alu.is_set(EW_OP_CFG::CVT_BYPASS),
-                offset: sext(g("D_DP_EW_ALU_CVT_OFFSET_VALUE"), 32),
-                scale: sext(g("D_DP_EW_ALU_CVT_SCALE_VALUE") & 0xffff, 16),
-                truncate: g("D_DP_EW_ALU_CVT_TRUNCATE_VALUE") & 0x3f,
+                bypass: alu.is_set(D_DP_EW_ALU_CFG::EW_ALU_CVT_BYPASS),
+                offset: sext(g(ids::sdp::D_DP_EW_ALU_CVT_OFFSET_VALUE), 32),
+                scale: sext(g(ids::sdp::D_DP_EW_ALU_CVT_SCALE_VALUE) & 0xffff, 16),
+                truncate: g(ids::sdp::D_DP_EW_ALU_CVT_TRUNCATE_VALUE) & 0x3f,
             },
-            mul_src_mem: mul.matches_all(EW_OP_CFG::SRC::Mem),
-            mul_op: sext(g("D_DP_EW_MUL_SRC_VALUE"), 32),
+            mul_src_mem: mul.matches_all(D_DP_EW_MUL_CFG::EW_MUL_SRC::MEM),
+            mul_op: sext(g(ids::sdp::D_DP_EW_MUL_SRC_VALUE), 32),
             mul_cvt: OpCvt {
-                bypass: mul.is_set(EW_OP_CFG::CVT_BYPASS),
-                offset: sext(g("D_DP_EW_MUL_CVT_OFFSET_VALUE"), 32),
-                scale: sext(g("D_DP_EW_MUL_CVT_SCALE_VALUE") & 0xffff, 16),
-                truncate: g("D_DP_EW_MUL_CVT_TRUNCATE_VALUE") & 0x3f,
+                bypass: mul.is_set(D_DP_EW_MUL_CFG::EW_MUL_CVT_BYPASS),
+                offset: sext(g(ids::sdp::D_DP_EW_MUL_CVT_OFFSET_VALUE), 32),
+                scale: sext(g(ids::sdp::D_DP_EW_MUL_CVT_SCALE_VALUE) & 0xffff, 16),
+                truncate: g(ids::sdp::D_DP_EW_MUL_CVT_TRUNCATE_VALUE) & 0x3f,
             },
-            truncate: g("D_DP_EW_TRUNCATE_VALUE") & 0x3ff,
+            truncate: g(ids::sdp::D_DP_EW_TRUNCATE_VALUE) & 0x3ff,
         }
     }
 
@@ -485,11 +578,12 @@ const LUT_FRAC_BITS: u32 = 35;
 
 impl SdpLut {
     fn decode(sdp: &RegFile) -> Self {
-        let g = |n: &str| sdp.get(0, n);
-        let cfg: LocalRegisterCopy<u32, LUT_CFG::Register> = LocalRegisterCopy::new(g("S_LUT_CFG"));
+        let g = |n: Reg| sdp.get(0, n);
+        let cfg: LocalRegisterCopy<u32, LUT_CFG::Register> =
+            LocalRegisterCopy::new(g(ids::sdp::S_LUT_CFG));
         let info: LocalRegisterCopy<u32, LUT_INFO::Register> =
-            LocalRegisterCopy::new(g("S_LUT_INFO"));
-        let slope = |sc: &str, sh: &str| {
+            LocalRegisterCopy::new(g(ids::sdp::S_LUT_INFO));
+        let slope = |sc: Reg, sh: Reg| {
             let (a, b) = (g(sc), g(sh));
             [
                 (sext(a & 0xffff, 16), sext(b & 0x1f, 5)),
@@ -497,19 +591,25 @@ impl SdpLut {
             ]
         };
         SdpLut {
-            le_exp: cfg.matches_all(LUT_CFG::LE_FUNCTION::Exponent),
-            le_start: sext(g("S_LUT_LE_START"), 32),
-            le_end: sext(g("S_LUT_LE_END"), 32),
-            lo_start: sext(g("S_LUT_LO_START"), 32),
-            lo_end: sext(g("S_LUT_LO_END"), 32),
-            le_offset: sext(info.read(LUT_INFO::LE_INDEX_OFFSET), 8),
-            le_select: sext(info.read(LUT_INFO::LE_INDEX_SELECT), 8),
-            lo_select: sext(info.read(LUT_INFO::LO_INDEX_SELECT), 8),
-            uflow_lo: cfg.matches_all(LUT_CFG::UFLOW_PRIORITY::Lo),
-            oflow_lo: cfg.matches_all(LUT_CFG::OFLOW_PRIORITY::Lo),
-            hybrid_lo: cfg.matches_all(LUT_CFG::HYBRID_PRIORITY::Lo),
-            le_slope: slope("S_LUT_LE_SLOPE_SCALE", "S_LUT_LE_SLOPE_SHIFT"),
-            lo_slope: slope("S_LUT_LO_SLOPE_SCALE", "S_LUT_LO_SLOPE_SHIFT"),
+            le_exp: cfg.matches_all(LUT_CFG::LUT_LE_FUNCTION::EXPONENT),
+            le_start: sext(g(ids::sdp::S_LUT_LE_START), 32),
+            le_end: sext(g(ids::sdp::S_LUT_LE_END), 32),
+            lo_start: sext(g(ids::sdp::S_LUT_LO_START), 32),
+            lo_end: sext(g(ids::sdp::S_LUT_LO_END), 32),
+            le_offset: sext(info.read(LUT_INFO::LUT_LE_INDEX_OFFSET), 8),
+            le_select: sext(info.read(LUT_INFO::LUT_LE_INDEX_SELECT), 8),
+            lo_select: sext(info.read(LUT_INFO::LUT_LO_INDEX_SELECT), 8),
+            uflow_lo: cfg.matches_all(LUT_CFG::LUT_UFLOW_PRIORITY::LO),
+            oflow_lo: cfg.matches_all(LUT_CFG::LUT_OFLOW_PRIORITY::LO),
+            hybrid_lo: cfg.matches_all(LUT_CFG::LUT_HYBRID_PRIORITY::LO),
+            le_slope: slope(
+                ids::sdp::S_LUT_LE_SLOPE_SCALE,
+                ids::sdp::S_LUT_LE_SLOPE_SHIFT,
+            ),
+            lo_slope: slope(
+                ids::sdp::S_LUT_LO_SLOPE_SCALE,
+                ids::sdp::S_LUT_LO_SLOPE_SHIFT,
+            ),
         }
     }
 
@@ -814,37 +914,77 @@ impl Operands {
     }
 }
 
+/// The registers of one operand read DMA of SDP_RDMA (BRDMA, NRDMA, ERDMA).
+struct OperandRegs {
+    cfg: Reg,
+    base_addr_high: Reg,
+    base_addr_low: Reg,
+    line_stride: Reg,
+    surface_stride: Reg,
+}
+
+/// `D_<unit>_...` of SDP_RDMA for `unit` = BS (`D_BRDMA_CFG`), BN, EW.
+macro_rules! operand_regs {
+    ($cfg:ident, $hi:ident, $lo:ident, $line:ident, $surf:ident) => {
+        OperandRegs {
+            cfg: ids::sdp_rdma::$cfg,
+            base_addr_high: ids::sdp_rdma::$hi,
+            base_addr_low: ids::sdp_rdma::$lo,
+            line_stride: ids::sdp_rdma::$line,
+            surface_stride: ids::sdp_rdma::$surf,
+        }
+    };
+}
+
+const OPERANDS_BS: OperandRegs = operand_regs!(
+    D_BRDMA_CFG,
+    D_BS_BASE_ADDR_HIGH,
+    D_BS_BASE_ADDR_LOW,
+    D_BS_LINE_STRIDE,
+    D_BS_SURFACE_STRIDE
+);
+const OPERANDS_BN: OperandRegs = operand_regs!(
+    D_NRDMA_CFG,
+    D_BN_BASE_ADDR_HIGH,
+    D_BN_BASE_ADDR_LOW,
+    D_BN_LINE_STRIDE,
+    D_BN_SURFACE_STRIDE
+);
+const OPERANDS_EW: OperandRegs = operand_regs!(
+    D_ERDMA_CFG,
+    D_EW_BASE_ADDR_HIGH,
+    D_EW_BASE_ADDR_LOW,
+    D_EW_LINE_STRIDE,
+    D_EW_SURFACE_STRIDE
+);
+
 #[allow(clippy::too_many_arguments)]
 fn load_operands(
     rdma: &RegFile,
-    unit: &str,
-    cfg_reg: &str,
+    unit: &OperandRegs,
     (w, h, c): (usize, usize, usize),
     group_prec: Precision,
     atom: u32,
     mem: &Memory,
 ) -> Result<Operands, EngineError> {
-    let g = |n: &str| rdma.cur(n);
-    let cfg = rdma.cur_as::<OPERAND_DMA_CFG::Register>(cfg_reg);
-    if cfg.is_set(OPERAND_DMA_CFG::DISABLE) {
+    let g = |n: Reg| rdma.cur(n);
+    let cfg = LocalRegisterCopy::<u32, OPERAND_DMA_CFG::Register>::new(rdma.cur(unit.cfg));
+    if cfg.is_set(OPERAND_DMA_CFG::BRDMA_DISABLE) {
         return Ok(Operands::default());
     }
-    let data_use = cfg.read(OPERAND_DMA_CFG::DATA_USE);
-    let bpc = if cfg.matches_all(OPERAND_DMA_CFG::DATA_SIZE::TwoByte) {
+    let data_use = cfg.read(OPERAND_DMA_CFG::BRDMA_DATA_USE);
+    let bpc = if cfg.matches_all(OPERAND_DMA_CFG::BRDMA_DATA_SIZE::TWO_BYTE) {
         2usize
     } else {
         1
     };
-    let per_element = cfg.matches_all(OPERAND_DMA_CFG::DATA_MODE::PerElement);
-    let ram = RamType::from_field(cfg.read(OPERAND_DMA_CFG::RAM_TYPE));
+    let per_element = cfg.matches_all(OPERAND_DMA_CFG::BRDMA_DATA_MODE::PER_ELEMENT);
+    let ram = RamType::from_field(cfg.read(OPERAND_DMA_CFG::BRDMA_RAM_TYPE));
     let comps = if data_use == 2 { 2 } else { 1 };
     let bpe = bpc * comps;
-    let base = addr64(
-        g(&format!("D_{unit}_BASE_ADDR_HIGH")),
-        g(&format!("D_{unit}_BASE_ADDR_LOW")),
-    );
-    let line = u64::from(g(&format!("D_{unit}_LINE_STRIDE")));
-    let surf = u64::from(g(&format!("D_{unit}_SURFACE_STRIDE")));
+    let base = addr64(g(unit.base_addr_high), g(unit.base_addr_low));
+    let line = u64::from(g(unit.line_stride));
+    let surf = u64::from(g(unit.surface_stride));
     // Operand cubes group channels like a feature cube of the processing precision
     // (`element_per_group_src` from PROC_PRECISION in SdpRdmaCore, NV_NVDLA_sdp.cpp);
     // each element takes `bytes_per_element` (ALU component first when both are used).
@@ -918,11 +1058,23 @@ pub fn run(
         block: BLOCK,
         msg: m.to_string(),
     };
-    let w = (sdp.cur("D_DATA_CUBE_WIDTH") & 0x1fff) as usize + 1;
-    let h = (sdp.cur("D_DATA_CUBE_HEIGHT") & 0x1fff) as usize + 1;
-    let c = (sdp.cur("D_DATA_CUBE_CHANNEL") & 0x1fff) as usize + 1;
+    let w = sdp.field(
+        ids::sdp::D_DATA_CUBE_WIDTH,
+        ids::sdp::D_DATA_CUBE_WIDTH::WIDTH,
+    ) as usize
+        + 1;
+    let h = sdp.field(
+        ids::sdp::D_DATA_CUBE_HEIGHT,
+        ids::sdp::D_DATA_CUBE_HEIGHT::HEIGHT,
+    ) as usize
+        + 1;
+    let c = sdp.field(
+        ids::sdp::D_DATA_CUBE_CHANNEL,
+        ids::sdp::D_DATA_CUBE_CHANNEL::CHANNEL,
+    ) as usize
+        + 1;
     super::check_cube(BLOCK, w, h, c.next_multiple_of(32))?;
-    let fmt = sdp.cur("D_DATA_FORMAT");
+    let fmt = sdp.cur(ids::sdp::D_DATA_FORMAT);
     let proc = Precision::from_field(fmt, BLOCK)?;
     let out_prec = Precision::from_field(fmt >> 2, BLOCK)?;
     check_precision(cfg, proc, BLOCK)?;
@@ -933,7 +1085,7 @@ pub fn run(
     if let Some(d) = &dst {
         d.check(mem)?;
     }
-    let fm = sdp.cur("D_FEATURE_MODE_CFG");
+    let fm = sdp.cur(ids::sdp::D_FEATURE_MODE_CFG);
     // Winograd output mode takes the CACC output in the order CACC delivers Winograd
     // tiles (two columns by four rows, `SdpDataOperationWG`, `WdmaSequenceWG`) and
     // writes each element where it belongs: the cube is the same as in direct mode.
@@ -957,7 +1109,7 @@ pub fn run(
             )));
         }
     }
-    if (fm >> 8) & 0x1f != 0 {
+    if ids::sdp::D_FEATURE_MODE_CFG::BATCH_NUMBER.read(fm) != 0 {
         return Err(unsupported("batch mode"));
     }
     let fp = proc == Precision::Fp16;
@@ -969,7 +1121,7 @@ pub fn run(
     }
     // NaN flushing applies to fp16 processing only (SdpConfigHls, NV_NVDLA_sdp.cpp).
     let nan_to_zero = fp && fm & 8 != 0;
-    let rfm = rdma.cur("D_FEATURE_MODE_CFG");
+    let rfm = rdma.cur(ids::sdp_rdma::D_FEATURE_MODE_CFG);
     let in_prec = Precision::from_field(rfm >> 2, BLOCK)?;
     let rdma_proc = Precision::from_field(rfm >> 4, BLOCK)?;
     // The datapath processes whole memory atoms: the padding lanes of the last surface
@@ -1011,13 +1163,13 @@ pub fn run(
                 ));
             }
             let l = CubeLayout {
-                ram: RamType::from_field(rdma.cur("D_SRC_DMA_CFG")),
+                ram: RamType::from_field(rdma.cur(ids::sdp_rdma::D_SRC_DMA_CFG)),
                 base: addr64(
-                    rdma.cur("D_SRC_BASE_ADDR_HIGH"),
-                    rdma.cur("D_SRC_BASE_ADDR_LOW"),
+                    rdma.cur(ids::sdp_rdma::D_SRC_BASE_ADDR_HIGH),
+                    rdma.cur(ids::sdp_rdma::D_SRC_BASE_ADDR_LOW),
                 ),
-                line_stride: u64::from(rdma.cur("D_SRC_LINE_STRIDE")),
-                surf_stride: u64::from(rdma.cur("D_SRC_SURFACE_STRIDE")),
+                line_stride: u64::from(rdma.cur(ids::sdp_rdma::D_SRC_LINE_STRIDE)),
+                surf_stride: u64::from(rdma.cur(ids::sdp_rdma::D_SRC_SURFACE_STRIDE)),
                 w,
                 h,
                 c,
@@ -1049,21 +1201,21 @@ pub fn run(
     let bs = if !x1.bypass
         && ((!x1.alu_bypass && x1.alu_src_mem) || (!x1.mul_bypass && x1.mul_src_mem))
     {
-        load_operands(rdma, "BS", "D_BRDMA_CFG", dims, rdma_proc, atom, mem)?
+        load_operands(rdma, &OPERANDS_BS, dims, rdma_proc, atom, mem)?
     } else {
         Operands::default()
     };
     let bn = if !x2.bypass
         && ((!x2.alu_bypass && x2.alu_src_mem) || (!x2.mul_bypass && x2.mul_src_mem))
     {
-        load_operands(rdma, "BN", "D_NRDMA_CFG", dims, rdma_proc, atom, mem)?
+        load_operands(rdma, &OPERANDS_BN, dims, rdma_proc, atom, mem)?
     } else {
         Operands::default()
     };
 
     let ew = if !y.bypass && ((!y.alu_bypass && y.alu_src_mem) || (!y.mul_bypass && y.mul_src_mem))
     {
-        load_operands(rdma, "EW", "D_ERDMA_CFG", dims, rdma_proc, atom, mem)?
+        load_operands(rdma, &OPERANDS_EW, dims, rdma_proc, atom, mem)?
     } else {
         Operands::default()
     };
@@ -1083,9 +1235,9 @@ pub fn run(
         });
     }
     let ylut = (!y.bypass && !y.lut_bypass).then(|| SdpLut::decode(sdp));
-    let cvt_offset = sext(sdp.cur("D_CVT_OFFSET"), 32);
-    let cvt_scale = sext(sdp.cur("D_CVT_SCALE"), 16);
-    let cvt_shift = sdp.cur("D_CVT_SHIFT") & 0x3f;
+    let cvt_offset = sext(sdp.cur(ids::sdp::D_CVT_OFFSET), 32);
+    let cvt_scale = sext(sdp.cur(ids::sdp::D_CVT_SCALE), 16);
+    let cvt_shift = sdp.field(ids::sdp::D_CVT_SHIFT, ids::sdp::D_CVT_SHIFT::CVT_SHIFT);
     let mut out = vec![0i32; w * h * c];
     for ch in 0..c {
         for i in 0..w * h {
@@ -1232,48 +1384,50 @@ mod tests {
     use crate::mem::RamType;
     use crate::vp::Vp;
 
-    fn prog(vp: &mut Vp, blk: &str, r: &str, v: u32) {
-        let a = vp.lookup(blk, r).unwrap_or_else(|| panic!("{blk}.{r}"));
+    fn prog(vp: &mut Vp, r: Reg, v: u32) {
+        let a = vp
+            .addr(r)
+            .unwrap_or_else(|| panic!("{}+{:#x}", r.unit(), r.offset()));
         vp.csb_write(a, v);
     }
 
     /// Programs a 2x1x16 SDP layer from 0x1000 to 0x2000 (nv_full, one surface).
     fn layer(vp: &mut Vp, fmt: u32, rdma_fmt: u32, bs_cfg: u32, alu: u32, mul: u32) {
         for (r, v) in [
-            ("D_DATA_CUBE_WIDTH", 1),
-            ("D_DATA_CUBE_HEIGHT", 0),
-            ("D_DATA_CUBE_CHANNEL", 15),
-            ("D_SRC_BASE_ADDR_LOW", 0x1000),
-            ("D_SRC_LINE_STRIDE", 0x40),
-            ("D_SRC_SURFACE_STRIDE", 0x40),
-            ("D_FEATURE_MODE_CFG", rdma_fmt),
-            ("D_SRC_DMA_CFG", 1),
-            ("D_BRDMA_CFG", 1),
-            ("D_NRDMA_CFG", 1),
-            ("D_ERDMA_CFG", 1),
+            (ids::sdp_rdma::D_DATA_CUBE_WIDTH, 1),
+            (ids::sdp_rdma::D_DATA_CUBE_HEIGHT, 0),
+            (ids::sdp_rdma::D_DATA_CUBE_CHANNEL, 15),
+            (ids::sdp_rdma::D_SRC_BASE_ADDR_LOW, 0x1000),
+            (ids::sdp_rdma::D_SRC_LINE_STRIDE, 0x40),
+            (ids::sdp_rdma::D_SRC_SURFACE_STRIDE, 0x40),
+            (ids::sdp_rdma::D_FEATURE_MODE_CFG, rdma_fmt),
+            (ids::sdp_rdma::D_SRC_DMA_CFG, 1),
+            (ids::sdp_rdma::D_BRDMA_CFG, 1),
+            (ids::sdp_rdma::D_NRDMA_CFG, 1),
+            (ids::sdp_rdma::D_ERDMA_CFG, 1),
         ] {
-            prog(vp, "SDP_RDMA", r, v);
+            prog(vp, r, v);
         }
         for (r, v) in [
-            ("D_DATA_CUBE_WIDTH", 1),
-            ("D_DATA_CUBE_HEIGHT", 0),
-            ("D_DATA_CUBE_CHANNEL", 15),
-            ("D_DST_BASE_ADDR_LOW", 0x2000),
-            ("D_DST_LINE_STRIDE", 0x40),
-            ("D_DST_SURFACE_STRIDE", 0x40),
-            ("D_DST_DMA_CFG", 1),
-            ("D_DATA_FORMAT", fmt),
-            ("D_DP_BS_CFG", bs_cfg),
-            ("D_DP_BS_ALU_SRC_VALUE", alu),
-            ("D_DP_BS_MUL_SRC_VALUE", mul),
-            ("D_DP_BN_CFG", 1),
-            ("D_DP_EW_CFG", 1),
-            ("D_CVT_SCALE", 1),
+            (ids::sdp::D_DATA_CUBE_WIDTH, 1),
+            (ids::sdp::D_DATA_CUBE_HEIGHT, 0),
+            (ids::sdp::D_DATA_CUBE_CHANNEL, 15),
+            (ids::sdp::D_DST_BASE_ADDR_LOW, 0x2000),
+            (ids::sdp::D_DST_LINE_STRIDE, 0x40),
+            (ids::sdp::D_DST_SURFACE_STRIDE, 0x40),
+            (ids::sdp::D_DST_DMA_CFG, 1),
+            (ids::sdp::D_DATA_FORMAT, fmt),
+            (ids::sdp::D_DP_BS_CFG, bs_cfg),
+            (ids::sdp::D_DP_BS_ALU_SRC_VALUE, alu),
+            (ids::sdp::D_DP_BS_MUL_SRC_VALUE, mul),
+            (ids::sdp::D_DP_BN_CFG, 1),
+            (ids::sdp::D_DP_EW_CFG, 1),
+            (ids::sdp::D_CVT_SCALE, 1),
         ] {
-            prog(vp, "SDP", r, v);
+            prog(vp, r, v);
         }
-        prog(vp, "SDP_RDMA", "D_OP_ENABLE", 1);
-        prog(vp, "SDP", "D_OP_ENABLE", 1);
+        prog(vp, ids::sdp_rdma::D_OP_ENABLE, 1);
+        prog(vp, ids::sdp::D_OP_ENABLE, 1);
     }
 
     #[test]
@@ -1320,46 +1474,46 @@ mod tests {
                 .collect();
             vp.mem.write(RamType::Dram, 0x3000, &bytes).unwrap();
             for (r, v) in [
-                ("D_DATA_CUBE_WIDTH", 1),
-                ("D_DATA_CUBE_HEIGHT", 0),
-                ("D_DATA_CUBE_CHANNEL", 7),
-                ("D_SRC_BASE_ADDR_LOW", 0x1000),
-                ("D_SRC_LINE_STRIDE", 0x10),
-                ("D_SRC_SURFACE_STRIDE", 0x10),
-                ("D_FEATURE_MODE_CFG", 0),
-                ("D_SRC_DMA_CFG", 1),
+                (ids::sdp_rdma::D_DATA_CUBE_WIDTH, 1),
+                (ids::sdp_rdma::D_DATA_CUBE_HEIGHT, 0),
+                (ids::sdp_rdma::D_DATA_CUBE_CHANNEL, 7),
+                (ids::sdp_rdma::D_SRC_BASE_ADDR_LOW, 0x1000),
+                (ids::sdp_rdma::D_SRC_LINE_STRIDE, 0x10),
+                (ids::sdp_rdma::D_SRC_SURFACE_STRIDE, 0x10),
+                (ids::sdp_rdma::D_FEATURE_MODE_CFG, 0),
+                (ids::sdp_rdma::D_SRC_DMA_CFG, 1),
                 // enabled, BOTH, two bytes, per element/kernel, MC
                 (
-                    "D_BRDMA_CFG",
+                    ids::sdp_rdma::D_BRDMA_CFG,
                     (2 << 1) | (1 << 3) | (u32::from(per_element) << 4) | (1 << 5),
                 ),
-                ("D_BS_BASE_ADDR_LOW", 0x3000),
-                ("D_BS_LINE_STRIDE", 0x40),
-                ("D_BS_SURFACE_STRIDE", 0x40),
-                ("D_NRDMA_CFG", 1),
-                ("D_ERDMA_CFG", 1),
-                ("D_OP_ENABLE", 1),
+                (ids::sdp_rdma::D_BS_BASE_ADDR_LOW, 0x3000),
+                (ids::sdp_rdma::D_BS_LINE_STRIDE, 0x40),
+                (ids::sdp_rdma::D_BS_SURFACE_STRIDE, 0x40),
+                (ids::sdp_rdma::D_NRDMA_CFG, 1),
+                (ids::sdp_rdma::D_ERDMA_CFG, 1),
+                (ids::sdp_rdma::D_OP_ENABLE, 1),
             ] {
-                prog(&mut vp, "SDP_RDMA", r, v);
+                prog(&mut vp, r, v);
             }
             for (r, v) in [
-                ("D_DATA_CUBE_WIDTH", 1),
-                ("D_DATA_CUBE_HEIGHT", 0),
-                ("D_DATA_CUBE_CHANNEL", 7),
-                ("D_DST_BASE_ADDR_LOW", 0x2000),
-                ("D_DST_LINE_STRIDE", 0x10),
-                ("D_DST_SURFACE_STRIDE", 0x10),
-                ("D_DST_DMA_CFG", 1),
-                ("D_DATA_FORMAT", 0),
-                ("D_DP_BS_CFG", 0b100_1000), // ALU sum, MUL on, ReLU bypassed
-                ("D_DP_BS_ALU_CFG", 1),      // from memory
-                ("D_DP_BS_MUL_CFG", 1),      // from memory, no shift
-                ("D_DP_BN_CFG", 1),
-                ("D_DP_EW_CFG", 1),
-                ("D_CVT_SCALE", 1),
-                ("D_OP_ENABLE", 1),
+                (ids::sdp::D_DATA_CUBE_WIDTH, 1),
+                (ids::sdp::D_DATA_CUBE_HEIGHT, 0),
+                (ids::sdp::D_DATA_CUBE_CHANNEL, 7),
+                (ids::sdp::D_DST_BASE_ADDR_LOW, 0x2000),
+                (ids::sdp::D_DST_LINE_STRIDE, 0x10),
+                (ids::sdp::D_DST_SURFACE_STRIDE, 0x10),
+                (ids::sdp::D_DST_DMA_CFG, 1),
+                (ids::sdp::D_DATA_FORMAT, 0),
+                (ids::sdp::D_DP_BS_CFG, 0b100_1000), // ALU sum, MUL on, ReLU bypassed
+                (ids::sdp::D_DP_BS_ALU_CFG, 1),      // from memory
+                (ids::sdp::D_DP_BS_MUL_CFG, 1),      // from memory, no shift
+                (ids::sdp::D_DP_BN_CFG, 1),
+                (ids::sdp::D_DP_EW_CFG, 1),
+                (ids::sdp::D_CVT_SCALE, 1),
+                (ids::sdp::D_OP_ENABLE, 1),
             ] {
-                prog(&mut vp, "SDP", r, v);
+                prog(&mut vp, r, v);
             }
             assert!(vp.irq_pending(), "{:?}", vp.fault());
             let out = vp.mem.read_vec(RamType::Dram, 0x2000, 16).unwrap();
@@ -1389,48 +1543,48 @@ mod tests {
             let bytes: Vec<u8> = x.iter().map(|&v| v as u8).collect();
             vp.mem.write(RamType::Dram, 0x1000, &bytes).unwrap();
             for (r, v) in [
-                ("D_DATA_CUBE_WIDTH", 1),
-                ("D_DATA_CUBE_HEIGHT", 0),
-                ("D_DATA_CUBE_CHANNEL", 7),
-                ("D_SRC_BASE_ADDR_LOW", 0x1000),
-                ("D_SRC_LINE_STRIDE", 0x10),
-                ("D_SRC_SURFACE_STRIDE", 0x10),
-                ("D_FEATURE_MODE_CFG", 0),
-                ("D_SRC_DMA_CFG", 1),
-                ("D_BRDMA_CFG", 1),
-                ("D_NRDMA_CFG", 1),
+                (ids::sdp_rdma::D_DATA_CUBE_WIDTH, 1),
+                (ids::sdp_rdma::D_DATA_CUBE_HEIGHT, 0),
+                (ids::sdp_rdma::D_DATA_CUBE_CHANNEL, 7),
+                (ids::sdp_rdma::D_SRC_BASE_ADDR_LOW, 0x1000),
+                (ids::sdp_rdma::D_SRC_LINE_STRIDE, 0x10),
+                (ids::sdp_rdma::D_SRC_SURFACE_STRIDE, 0x10),
+                (ids::sdp_rdma::D_FEATURE_MODE_CFG, 0),
+                (ids::sdp_rdma::D_SRC_DMA_CFG, 1),
+                (ids::sdp_rdma::D_BRDMA_CFG, 1),
+                (ids::sdp_rdma::D_NRDMA_CFG, 1),
                 // enabled, ALU operand, one byte per kernel, MC; the address is outside
                 // nv_small's 32-bit address space
                 (
-                    "D_ERDMA_CFG",
+                    ids::sdp_rdma::D_ERDMA_CFG,
                     if ew_from_mem { (1 << 1) | (1 << 5) } else { 1 },
                 ),
-                ("D_EW_BASE_ADDR_HIGH", 0xffff),
-                ("D_OP_ENABLE", 1),
+                (ids::sdp_rdma::D_EW_BASE_ADDR_HIGH, 0xffff),
+                (ids::sdp_rdma::D_OP_ENABLE, 1),
             ] {
-                prog(&mut vp, "SDP_RDMA", r, v);
+                prog(&mut vp, r, v);
             }
             for (r, v) in [
-                ("D_DATA_CUBE_WIDTH", 1),
-                ("D_DATA_CUBE_HEIGHT", 0),
-                ("D_DATA_CUBE_CHANNEL", 7),
-                ("D_DST_BASE_ADDR_LOW", 0x2000),
-                ("D_DST_LINE_STRIDE", 0x10),
-                ("D_DST_SURFACE_STRIDE", 0x10),
-                ("D_DST_DMA_CFG", 1),
-                ("D_DATA_FORMAT", 0),
-                ("D_DP_BS_CFG", 1),
-                ("D_DP_BN_CFG", 1),
+                (ids::sdp::D_DATA_CUBE_WIDTH, 1),
+                (ids::sdp::D_DATA_CUBE_HEIGHT, 0),
+                (ids::sdp::D_DATA_CUBE_CHANNEL, 7),
+                (ids::sdp::D_DST_BASE_ADDR_LOW, 0x2000),
+                (ids::sdp::D_DST_LINE_STRIDE, 0x10),
+                (ids::sdp::D_DST_SURFACE_STRIDE, 0x10),
+                (ids::sdp::D_DST_DMA_CFG, 1),
+                (ids::sdp::D_DATA_FORMAT, 0),
+                (ids::sdp::D_DP_BS_CFG, 1),
+                (ids::sdp::D_DP_BN_CFG, 1),
                 // EW: multiply by 3, then add 10 (or the memory operand), LUT bypassed
-                ("D_DP_EW_CFG", 0b100_1000),
-                ("D_DP_EW_MUL_CFG", 0b10),
-                ("D_DP_EW_ALU_CFG", 0b10 | u32::from(ew_from_mem)),
-                ("D_DP_EW_MUL_SRC_VALUE", 3),
-                ("D_DP_EW_ALU_SRC_VALUE", 10),
-                ("D_CVT_SCALE", 1),
-                ("D_OP_ENABLE", 1),
+                (ids::sdp::D_DP_EW_CFG, 0b100_1000),
+                (ids::sdp::D_DP_EW_MUL_CFG, 0b10),
+                (ids::sdp::D_DP_EW_ALU_CFG, 0b10 | u32::from(ew_from_mem)),
+                (ids::sdp::D_DP_EW_MUL_SRC_VALUE, 3),
+                (ids::sdp::D_DP_EW_ALU_SRC_VALUE, 10),
+                (ids::sdp::D_CVT_SCALE, 1),
+                (ids::sdp::D_OP_ENABLE, 1),
             ] {
-                prog(&mut vp, "SDP", r, v);
+                prog(&mut vp, r, v);
             }
             let done = vp.irq_pending();
             let out = vp.mem.read_vec(RamType::Dram, 0x2000, 16).unwrap();
@@ -1466,29 +1620,29 @@ mod tests {
         vp.mem.write(RamType::Dram, 0x1000, &bytes).unwrap();
         // int16 passthrough (BS bypassed), output to PDP
         layer(&mut vp, 0b0101, 0b01_0100, 1, 0, 0);
-        prog(&mut vp, "SDP", "D_FEATURE_MODE_CFG", 2);
+        prog(&mut vp, ids::sdp::D_FEATURE_MODE_CFG, 2);
         for (r, v) in [
-            ("D_DATA_CUBE_IN_WIDTH", 1),
-            ("D_DATA_CUBE_IN_HEIGHT", 0),
-            ("D_DATA_CUBE_IN_CHANNEL", 15),
-            ("D_DATA_CUBE_OUT_WIDTH", 0),
-            ("D_DATA_CUBE_OUT_HEIGHT", 0),
-            ("D_DATA_CUBE_OUT_CHANNEL", 15),
-            ("D_OPERATION_MODE_CFG", 1), // max, on the fly
-            ("D_POOLING_KERNEL_CFG", 1), // 2x1
-            ("D_DATA_FORMAT", 1),
-            ("D_DST_BASE_ADDR_LOW", 0x3000),
-            ("D_DST_LINE_STRIDE", 0x20),
-            ("D_DST_SURFACE_STRIDE", 0x20),
-            ("D_DST_RAM_CFG", 1),
-            ("D_OP_ENABLE", 1),
+            (ids::pdp::D_DATA_CUBE_IN_WIDTH, 1),
+            (ids::pdp::D_DATA_CUBE_IN_HEIGHT, 0),
+            (ids::pdp::D_DATA_CUBE_IN_CHANNEL, 15),
+            (ids::pdp::D_DATA_CUBE_OUT_WIDTH, 0),
+            (ids::pdp::D_DATA_CUBE_OUT_HEIGHT, 0),
+            (ids::pdp::D_DATA_CUBE_OUT_CHANNEL, 15),
+            (ids::pdp::D_OPERATION_MODE_CFG, 1), // max, on the fly
+            (ids::pdp::D_POOLING_KERNEL_CFG, 1), // 2x1
+            (ids::pdp::D_DATA_FORMAT, 1),
+            (ids::pdp::D_DST_BASE_ADDR_LOW, 0x3000),
+            (ids::pdp::D_DST_LINE_STRIDE, 0x20),
+            (ids::pdp::D_DST_SURFACE_STRIDE, 0x20),
+            (ids::pdp::D_DST_RAM_CFG, 1),
+            (ids::pdp::D_OP_ENABLE, 1),
         ] {
-            prog(&mut vp, "PDP", r, v);
+            prog(&mut vp, r, v);
         }
         assert!(vp.irq_pending(), "{:?}", vp.fault());
         // SDP group 0 done first; PDP's interrupt arrives once SDP's is handled.
         assert_eq!(vp.glb().status(), 0b00_0001);
-        let st = vp.lookup("GLB", "S_INTR_STATUS").unwrap();
+        let st = vp.addr(ids::glb::S_INTR_STATUS).unwrap();
         vp.csb_write(st, 1);
         assert!(vp.irq_pending());
         assert_eq!(vp.glb().status(), 0b01_0000);
@@ -1508,9 +1662,9 @@ mod tests {
     fn input_from_cacc() {
         let mut vp = Vp::new(HwConfig::new(&nvdla_hw::NV_FULL));
         layer(&mut vp, 0b0101, 0b01_0100, 0b10, 0, 0); // BS: ALU bypassed, MUL, ReLU
-        prog(&mut vp, "SDP", "D_FEATURE_MODE_CFG", 1); // flying: input from CACC
-        prog(&mut vp, "SDP", "D_DP_BS_MUL_SRC_VALUE", 3);
-        prog(&mut vp, "SDP", "D_DP_BS_MUL_CFG", 2 << 8); // >> 2
+        prog(&mut vp, ids::sdp::D_FEATURE_MODE_CFG, 1); // flying: input from CACC
+        prog(&mut vp, ids::sdp::D_DP_BS_MUL_SRC_VALUE, 3);
+        prog(&mut vp, ids::sdp::D_DP_BS_MUL_CFG, 2 << 8); // >> 2
         assert!(!vp.irq_pending(), "waits for the convolution pipeline");
         let acc: Vec<i64> = (0..32).map(|i| i * 1000 - 9000).collect();
         assert!(vp.sdp_from_cacc(&acc));
@@ -1534,23 +1688,23 @@ mod tests {
         let mut vp = Vp::new(HwConfig::new(&nvdla_hw::NV_SMALL));
         vp.mem.write(RamType::Dram, 0x2000, &[0x55; 16]).unwrap();
         for (r, v) in [
-            ("D_DATA_CUBE_WIDTH", 0),
-            ("D_DATA_CUBE_HEIGHT", 0),
-            ("D_DATA_CUBE_CHANNEL", 2), // 3 kernels
-            ("D_DST_BASE_ADDR_LOW", 0x2000),
-            ("D_DST_LINE_STRIDE", 8),
-            ("D_DST_SURFACE_STRIDE", 8),
-            ("D_DST_DMA_CFG", 1),
-            ("D_DATA_FORMAT", 0),
-            ("D_FEATURE_MODE_CFG", 1),
-            ("D_DP_BS_CFG", 1),
-            ("D_DP_BN_CFG", 1),
-            ("D_DP_EW_CFG", 1),
-            ("D_CVT_OFFSET", (-20i32) as u32), // 0 -> 20
-            ("D_CVT_SCALE", 1),
-            ("D_OP_ENABLE", 1),
+            (ids::sdp::D_DATA_CUBE_WIDTH, 0),
+            (ids::sdp::D_DATA_CUBE_HEIGHT, 0),
+            (ids::sdp::D_DATA_CUBE_CHANNEL, 2), // 3 kernels
+            (ids::sdp::D_DST_BASE_ADDR_LOW, 0x2000),
+            (ids::sdp::D_DST_LINE_STRIDE, 8),
+            (ids::sdp::D_DST_SURFACE_STRIDE, 8),
+            (ids::sdp::D_DST_DMA_CFG, 1),
+            (ids::sdp::D_DATA_FORMAT, 0),
+            (ids::sdp::D_FEATURE_MODE_CFG, 1),
+            (ids::sdp::D_DP_BS_CFG, 1),
+            (ids::sdp::D_DP_BN_CFG, 1),
+            (ids::sdp::D_DP_EW_CFG, 1),
+            (ids::sdp::D_CVT_OFFSET, (-20i32) as u32), // 0 -> 20
+            (ids::sdp::D_CVT_SCALE, 1),
+            (ids::sdp::D_OP_ENABLE, 1),
         ] {
-            prog(&mut vp, "SDP", r, v);
+            prog(&mut vp, r, v);
         }
         assert!(vp.sdp_from_cacc(&[1, -2, 3]));
         let out = vp.mem.read_vec(RamType::Dram, 0x2000, 16).unwrap();

@@ -318,6 +318,8 @@ pub(crate) struct Builder {
     values: HashMap<String, Value>,
     /// The network inputs' tensors (an output that aliases one gets its own Identity).
     graph_input_tensors: HashSet<TensorId>,
+    /// Map operators to CPU fallback operations (`--cpu-fallback`).
+    pub cpu_fallback: bool,
     /// Elements of the constants and weights computed so far (folding, synthesized
     /// weights), bounded by [`MAX_TOTAL_COMPUTED`].
     computed: usize,
@@ -427,6 +429,7 @@ pub(crate) fn build(graph: &GraphProto, opset: i64, opts: &Options) -> Result<Gr
         },
         values: HashMap::new(),
         graph_input_tensors: HashSet::new(),
+        cpu_fallback: opts.cpu_fallback,
         computed: 0,
     };
     let input_err = |name: &str, reason: String| CompileError::layer(name, "graph input", reason);
@@ -544,6 +547,70 @@ pub(crate) fn build(graph: &GraphProto, opset: i64, opts: &Options) -> Result<Gr
 }
 
 impl Builder {
+    /// A constant padding of `act` as IR nodes: a depthwise 1x1 convolution of ones with
+    /// the padding (zeros), between a subtraction and an addition of `value` otherwise.
+    fn materialize_pad(
+        &mut self,
+        label: &str,
+        act: &Act,
+        pads: [usize; 4],
+        value: f32,
+        dims: &[usize],
+    ) -> Result<TensorId> {
+        let err = |r: String| CompileError::layer(label, "Pad", r);
+        if !value.is_finite() {
+            return Err(err(format!(
+                "a padding of {value} is only folded into a following pooling"
+            )));
+        }
+        let shape = ir_shape(dims).map_err(err)?;
+        let s = self.shape(act.t);
+        if ir_shape(&act.dims).ok() != Some(s) {
+            return Err(err("the padded input is laid out after a reshape".into()));
+        }
+        let c = s.c;
+        let affine = |v: f32| Op::ChannelAffine {
+            scale: None,
+            bias: Some(crate::ir::Weights::vector(vec![v])),
+        };
+        let mut x = act.t;
+        let name = format!("{label}/pad");
+        if value != 0.0 {
+            x = self.add(&format!("{name}/shift"), affine(-value), x, s);
+        }
+        let conv = Op::Conv(crate::ir::Conv {
+            window: crate::ir::Window {
+                kernel: [1, 1],
+                stride: [1, 1],
+                pad: pads,
+                dilation: [1, 1],
+            },
+            groups: c,
+            out_channels: c,
+            weight: crate::ir::Weights::new(vec![c, 1, 1, 1], vec![1.0; c])
+                .ok_or_else(|| err("weight size".into()))?,
+            bias: None,
+        });
+        let mut y = self.add(&name, conv, x, shape);
+        if value != 0.0 {
+            y = self.add(&format!("{name}/unshift"), affine(value), y, shape);
+        }
+        Ok(y)
+    }
+
+    /// Adds a one-input node `name` of `op` whose output has `shape`.
+    fn add(&mut self, name: &str, op: Op, x: TensorId, shape: Shape) -> TensorId {
+        let t = self.g.add_tensor(name, shape);
+        self.g.add_node(Node {
+            name: name.to_string(),
+            source_type: "Pad".into(),
+            op,
+            inputs: vec![x],
+            outputs: vec![t],
+        });
+        t
+    }
+
     fn node(&mut self, index: usize, node: &NodeProto, opset: i64) -> Result<()> {
         let label = if node.name.is_empty() {
             format!("{}#{index}", node.op_type)
@@ -574,6 +641,28 @@ impl Builder {
         // Trailing absent inputs are the same as fewer inputs.
         while matches!(inputs.last(), Some(None)) {
             inputs.pop();
+        }
+        // A pending Pad read by an op that cannot fold it becomes a padding
+        // convolution of its own.
+        if !matches!(
+            node.op_type.as_str(),
+            "Conv" | "MaxPool" | "AveragePool" | "Pad" | "Identity" | "Dropout"
+        ) {
+            for v in inputs.iter_mut().flatten() {
+                if let Value::Padded {
+                    act,
+                    pads,
+                    value,
+                    dims,
+                } = v
+                {
+                    let t = self.materialize_pad(&label, act, *pads, *value, dims)?;
+                    *v = Value::Act(Act {
+                        t,
+                        dims: dims.clone(),
+                    });
+                }
+            }
         }
         let cx = NodeCx {
             node,
@@ -619,12 +708,15 @@ impl Builder {
                             .into(),
                     ))
                 }
-                Some(Value::Padded { .. }) => {
-                    return Err(err(
-                        "it comes from a Pad, which the IR can only fold into a following \
-                         Conv or pooling"
-                            .into(),
-                    ))
+                Some(Value::Padded {
+                    act,
+                    pads,
+                    value,
+                    dims,
+                }) => {
+                    let (act, pads, value, dims) = (act.clone(), *pads, *value, dims.clone());
+                    let t = self.materialize_pad(&vi.name, &act, pads, value, &dims)?;
+                    Act { t, dims }
                 }
                 Some(Value::Unavailable(r)) => return Err(err(r.clone())),
             };

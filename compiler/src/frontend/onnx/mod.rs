@@ -38,6 +38,9 @@
 //! | Concat along channels, LRN (odd size) | Concat, Lrn |
 //! | Upsample/Resize nearest by integer factors | Deconv (depthwise, ones) |
 //! | Split/Slice of channels | Conv 1x1 with a 0/1 selection (exact for finite values) |
+//! | DepthToSpace (DCR, CRD), SpaceToDepth | Deconv / Conv by the block with 0/1 weights |
+//! | a constant Pad no window folds | depthwise Conv 1x1 of ones with the padding |
+//! | Exp, Log, Sqrt, Abs, Elu, Pow by a scalar, ... (`cpu_fallback` only) | CpuUnary |
 //! | Max/Min with a scalar constant | Activation Clip |
 //! | Pad (constant 0 before Conv/AveragePool, -inf before MaxPool) | the window's padding |
 //! | Flatten, Reshape, Squeeze, Unsqueeze, Identity, Dropout | layout only / alias |
@@ -45,10 +48,12 @@
 //! Not expressible in the IR, refused with the reason: layout changes other than
 //! flattening (Transpose, a Reshape that a later channel op cannot read), broadcasting
 //! other than scalar/per-channel, division by a computed tensor, pooling dilation, 3-D
-//! windows, softmax over a non-channel layout, a standalone Pad, non-constant padding,
+//! windows, softmax over a non-channel layout, non-constant padding (a constant Pad that
+//! no window folds becomes a padding convolution),
 //! linear/cubic resizing, concatenation off the channel axis, reductions and other
-//! element-wise functions (Exp, Sqrt, Elu, ...), non-FLOAT network inputs, training-mode
-//! BatchNormalization/Dropout and their extra outputs, MaxPool's indices.
+//! element-wise functions (Exp, Sqrt, Elu, ...; with [`Options::cpu_fallback`] these
+//! become IR `CpuUnary` nodes, run by the runtime on the CPU), non-FLOAT network inputs,
+//! training-mode BatchNormalization/Dropout and their extra outputs, MaxPool's indices.
 //!
 //! Errors are [`CompileError::Layer`] naming the node (`<op>#<index>` when unnamed), its
 //! operator and the reason, or [`CompileError::Parse`] for bytes that are not a
@@ -74,6 +79,9 @@ pub struct Options {
     /// Graph inputs given constant values (by `TensorProto::name`), as if they were
     /// initializers (tests of the ONNX backend suite feed weights as inputs).
     pub constants: Vec<proto::TensorProto>,
+    /// Map the operators the hardware cannot compute but the CPU fallback can
+    /// (`--cpu-fallback`; see [`crate::CompileOptions::cpu_fallback`]).
+    pub cpu_fallback: bool,
 }
 
 /// Loads the model of `files` (which must be [`ModelFiles::Onnx`]).
@@ -81,6 +89,7 @@ pub fn load_files(files: &ModelFiles) -> Result<Graph> {
     let ModelFiles::Onnx {
         model,
         input_shapes,
+        cpu_fallback,
     } = files
     else {
         return Err(CompileError::Option(
@@ -94,6 +103,7 @@ pub fn load_files(files: &ModelFiles) -> Result<Graph> {
     let opts = Options {
         input_shapes: input_shapes.clone(),
         constants: Vec::new(),
+        cpu_fallback: *cpu_fallback,
     };
     let mut g = load_labeled(&bytes, &model.display().to_string(), &opts)?;
     if g.name.is_empty() {

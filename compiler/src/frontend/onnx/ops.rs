@@ -13,6 +13,7 @@ use crate::error::Result;
 use crate::ir::{
     Activation, Conv, EltwiseKind, Op, Pool, PoolKind, Shape, TensorId, Weights, Window,
 };
+use nvdla_umd::emu::FallbackFn;
 use std::rc::Rc;
 
 /// Largest kernel, stride, dilation or padding accepted (keeps all window arithmetic far
@@ -87,8 +88,16 @@ pub(crate) fn map(b: &mut Builder, cx: &NodeCx<'_>) -> Result<Vec<Value>> {
         }
         "Pad" => pad(cx)?,
         "Upsample" | "Resize" => upsample(b, cx)?,
+        "DepthToSpace" | "SpaceToDepth" => depth_space(b, cx)?,
         "Split" => split(b, cx)?,
         "Slice" => slice(b, cx)?,
+        _ if b.cpu_fallback && fallback_fn(op).is_some() => cpu_unary(b, cx)?,
+        _ if fallback_fn(op).is_some() => {
+            return Err(cx.err(format!(
+                "operator `{op}`: no NVDLA engine computes it (--cpu-fallback runs it on the \
+                 CPU, as an operation of nvdla-runtime)"
+            )))
+        }
         _ => {
             return Err(cx.err(format!(
                 "operator `{op}` is not supported: the IR has no operation that computes it{}",
@@ -101,6 +110,89 @@ pub(crate) fn map(b: &mut Builder, cx: &NodeCx<'_>) -> Result<Vec<Value>> {
         }
     };
     Ok(v)
+}
+
+/// The CPU fallback function of an element-wise operator (`--cpu-fallback`).
+fn fallback_fn(op: &str) -> Option<FallbackFn> {
+    Some(match op {
+        "Exp" => FallbackFn::Exp,
+        "Log" => FallbackFn::Log,
+        "Sqrt" => FallbackFn::Sqrt,
+        "Abs" => FallbackFn::Abs,
+        "Reciprocal" => FallbackFn::Reciprocal,
+        "Floor" => FallbackFn::Floor,
+        "Ceil" => FallbackFn::Ceil,
+        "Round" => FallbackFn::Round,
+        "Sin" => FallbackFn::Sin,
+        "Cos" => FallbackFn::Cos,
+        "Tan" => FallbackFn::Tan,
+        "Asin" => FallbackFn::Asin,
+        "Acos" => FallbackFn::Acos,
+        "Atan" => FallbackFn::Atan,
+        "Sinh" => FallbackFn::Sinh,
+        "Cosh" => FallbackFn::Cosh,
+        "Asinh" => FallbackFn::Asinh,
+        "Acosh" => FallbackFn::Acosh,
+        "Atanh" => FallbackFn::Atanh,
+        "Sign" => FallbackFn::Sign,
+        "Softplus" => FallbackFn::Softplus,
+        "Softsign" => FallbackFn::Softsign,
+        "Elu" => FallbackFn::Elu,
+        "Selu" => FallbackFn::Selu,
+        "HardSigmoid" => FallbackFn::HardSigmoid,
+        "HardSwish" => FallbackFn::HardSwish,
+        "Celu" => FallbackFn::Celu,
+        "ThresholdedRelu" => FallbackFn::ThresholdedRelu,
+        "Mish" => FallbackFn::Mish,
+        "Pow" => FallbackFn::Pow,
+        _ => return None,
+    })
+}
+
+/// An element-wise operator run on the CPU (`--cpu-fallback`).
+fn cpu_unary(b: &mut Builder, cx: &NodeCx<'_>) -> Result<Vec<Value>> {
+    let func = fallback_fn(cx.op()).ok_or_else(|| cx.err("no CPU fallback"))?;
+    let (alpha, beta) = match func {
+        FallbackFn::Pow => {
+            cx.arity(2, 2)?;
+            let e = cx.required(1, "exponent")?;
+            let v = e.scalar_f32().ok_or_else(|| {
+                cx.err(format!(
+                    "the exponent must be a scalar constant, found {}",
+                    fmt_dims(&e.dims)
+                ))
+            })?;
+            (v, 0.0)
+        }
+        _ => {
+            cx.arity(1, 1)?;
+            match func {
+                FallbackFn::Elu | FallbackFn::Celu | FallbackFn::ThresholdedRelu => {
+                    (cx.float("alpha")?.unwrap_or(1.0), 0.0)
+                }
+                FallbackFn::Selu => (
+                    cx.float("alpha")?.unwrap_or(1.673_263_2),
+                    cx.float("gamma")?.unwrap_or(1.050_701),
+                ),
+                FallbackFn::HardSigmoid => (
+                    cx.float("alpha")?.unwrap_or(0.2),
+                    cx.float("beta")?.unwrap_or(0.5),
+                ),
+                _ => (0.0, 0.0),
+            }
+        }
+    };
+    let x = cx.act(0)?;
+    let s = b.shape(x.t);
+    let t = b.emit(
+        cx,
+        None,
+        Op::CpuUnary { func, alpha, beta },
+        vec![x.t],
+        cx.out(0).into(),
+        s,
+    );
+    Ok(vec![Value::Act(Act { t, dims: x.dims })])
 }
 
 /// Input `k` as it is (activation, constant or padded), for aliasing ops.
@@ -1774,6 +1866,92 @@ fn upsample(b: &mut Builder, cx: &NodeCx<'_>) -> Result<Vec<Value>> {
     });
     let t = b.emit(cx, None, op, vec![t], cx.out(0).into(), shape);
     Ok(vec![Value::Act(Act { t, dims: out })])
+}
+
+/// DepthToSpace as a deconvolution and SpaceToDepth as a convolution, both with stride
+/// and kernel the block size and 0/1 weights that move each value (exact): DepthToSpace's
+/// output channel `c` at phase `(ry, rx)` of each block reads input channel
+/// `(ry * b + rx) * C' + c` (DCR) or `c * b^2 + ry * b + rx` (CRD); SpaceToDepth's output
+/// channel `(ry * b + rx) * C + c` reads channel `c` at that phase.
+fn depth_space(b: &mut Builder, cx: &NodeCx<'_>) -> Result<Vec<Value>> {
+    cx.arity(1, 1)?;
+    let (t, dims) = b.canonical(cx, 0)?;
+    let [n, c, h, w] = dims[..] else {
+        return Err(cx.err(format!("input {}: only rank-4 tensors", fmt_dims(&dims))));
+    };
+    let bs = cx
+        .int("blocksize")?
+        .ok_or_else(|| cx.err("attribute `blocksize` is required"))?;
+    let bs = window_value(cx, "blocksize", bs, 1)?;
+    let bb = bs * bs;
+    let to_space = cx.op() == "DepthToSpace";
+    let crd = match cx.string("mode")?.as_deref() {
+        None | Some("DCR") => false,
+        Some("CRD") if to_space => true,
+        Some(m) => return Err(cx.err(format!("mode `{m}` is not supported"))),
+    };
+    let (ci, co, out_dims) = if to_space {
+        if c % bb != 0 {
+            return Err(cx.err(format!("{c} channels are not a multiple of {bb}")));
+        }
+        (c, c / bb, vec![n, c / bb, h * bs, w * bs])
+    } else {
+        if h % bs != 0 || w % bs != 0 {
+            return Err(cx.err(format!("{h}x{w} is not a multiple of the block {bs}")));
+        }
+        (c, c * bb, vec![n, c * bb, h / bs, w / bs])
+    };
+    let count = tensor::count(&[ci, co, bb], MAX_COMPUTED).map_err(|e| cx.err(e))?;
+    b.spend(cx, count)?;
+    let mut wv = vec![0f32; count];
+    let window = Window {
+        kernel: [bs, bs],
+        stride: [bs, bs],
+        pad: [0; 4],
+        dilation: [1, 1],
+    };
+    let op = if to_space {
+        // Deconvolution weight [C, C', b, b].
+        for o in 0..co {
+            for ry in 0..bs {
+                for rx in 0..bs {
+                    let i = if crd {
+                        o * bb + ry * bs + rx
+                    } else {
+                        (ry * bs + rx) * co + o
+                    };
+                    wv[((i * co + o) * bs + ry) * bs + rx] = 1.0;
+                }
+            }
+        }
+        Op::Deconv(Conv {
+            window,
+            groups: 1,
+            out_channels: co,
+            weight: Weights::new(vec![ci, co, bs, bs], wv).ok_or_else(|| cx.err("weight size"))?,
+            bias: None,
+        })
+    } else {
+        // Convolution weight [C * b^2, C, b, b].
+        for i in 0..ci {
+            for ry in 0..bs {
+                for rx in 0..bs {
+                    let o = (ry * bs + rx) * ci + i;
+                    wv[((o * ci + i) * bs + ry) * bs + rx] = 1.0;
+                }
+            }
+        }
+        Op::Conv(Conv {
+            window,
+            groups: 1,
+            out_channels: co,
+            weight: Weights::new(vec![co, ci, bs, bs], wv).ok_or_else(|| cx.err("weight size"))?,
+            bias: None,
+        })
+    };
+    let shape = ir_shape(&out_dims).map_err(|e| cx.err(e))?;
+    let t = b.emit(cx, None, op, vec![t], cx.out(0).into(), shape);
+    Ok(vec![Value::Act(Act { t, dims: out_dims })])
 }
 
 /// Channels `sel` of input `k`'s channel axis as a new activation (output `out_k`), by a

@@ -1,7 +1,9 @@
 //! The global allocator: `kvmalloc`/`kvfree` through the glue.
 //!
-//! Every Rust call runs in process context with the device mutex held, so the glue may sleep
-//! (`GFP_KERNEL`). `kmalloc` aligns power-of-two sizes naturally and everything to at least
+//! Every Rust call runs in process context with one of the device's mutexes held, so the glue
+//! may sleep (`GFP_KERNEL`). A null return is an ordinary failure: the driver core only
+//! allocates through `try_reserve`-style APIs (`nvdla_kmd::fallible`) and answers `ENOMEM`;
+//! the allocation-error handler (which would reach the panic path) is never called for it. `kmalloc` aligns power-of-two sizes naturally and everything to at least
 //! `ARCH_KMALLOC_MINALIGN`; `vmalloc` to pages. The glue turns a request for a larger
 //! alignment into a power-of-two size (or refuses alignments above a page), so the pointer
 //! returned here is always aligned as asked, or null.

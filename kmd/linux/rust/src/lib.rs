@@ -7,8 +7,8 @@
 //! firmware's scheduling of every operation, timeouts and the engine-state diagnosis.
 //!
 //! The boundary in both directions:
-//! - C calls the `nvdla_rs_*` functions exported here, always in process context, one call at
-//!   a time per device (the glue holds the device mutex around every call);
+//! - C calls the `nvdla_rs_*` functions exported here, always in process context, with the
+//!   device's state lock held, or its hardware lock for the run of a submit (see [`ffi`]);
 //! - this crate calls the `nvdla_glue_*` functions (declared in `nvdla_glue.h`) for register
 //!   and memory access, time, the interrupt wait, reset, allocation and logging.
 //!

@@ -9,9 +9,9 @@
 //! Interrupts: the glue's hard IRQ handler masks the line (`disable_irq_nosync`), because
 //! the GLB interrupt is level-triggered and only the firmware, later and in process context,
 //! clears its status; it then wakes the waiter. The next wait (or the end of the submit)
-//! unmasks it. Before sleeping, [`LinuxOs::wait_for_interrupt`] also reads `GLB
-//! S_INTR_STATUS` itself, so an edge lost while masked (MSI is edge-triggered) cannot
-//! strand a task.
+//! unmasks it. Before sleeping, the glue's wait also reads `GLB S_INTR_STATUS` itself, so an
+//! edge lost while masked (MSI is edge-triggered) cannot strand a task. The wait is killable:
+//! a fatal signal ends it with [`Wait::Interrupted`] (the task fails with `EINTR`).
 
 use core::ffi::c_void;
 
@@ -109,12 +109,8 @@ impl KmdOs for LinuxOs {
     }
 
     fn wait_for_interrupt(&mut self, deadline_ms: Option<u64>) -> Wait {
-        // A status bit set while the line was masked may not produce a new MSI edge.
-        if let Ok(status) = self.reg_read(self.intr_status) {
-            if status != 0 {
-                return Wait::Interrupt;
-            }
-        }
+        // (The glue first reads S_INTR_STATUS: a status bit set while the line was masked
+        // may not produce a new MSI edge.)
         let (deadline, forever) = match deadline_ms {
             Some(d) => (d, false),
             None => (0, true),
@@ -122,7 +118,8 @@ impl KmdOs for LinuxOs {
         // SAFETY: `ctx` is valid (constructor contract).
         match unsafe { nvdla_glue_wait_irq(self.ctx, deadline, forever) } {
             1 => Wait::Interrupt,
-            _ => Wait::TimedOut,
+            0 => Wait::TimedOut,
+            _ => Wait::Interrupted,
         }
     }
 

@@ -31,15 +31,9 @@ pub mod winograd;
 use crate::config::{HwConfig, HwVersion};
 use crate::engines::{addr64, check_precision, EngineError, Precision};
 use crate::mem::{Memory, RamType};
-use crate::regs::RegFile;
+use crate::regs::{ids, RegFile};
 use cdma::{InputCube, Weights, WinoInput};
 use compute::Geom;
-
-/// Extracts `width` bits at `shift`.
-#[inline]
-fn fld(v: u32, shift: u32, width: u32) -> u32 {
-    (v >> shift) & ((1 << width) - 1)
-}
 
 /// Everything the pipeline needs from the five register files, validated.
 #[derive(Debug, Clone)]
@@ -201,21 +195,32 @@ impl Layer {
         cmac: [&RegFile; 2],
         cacc: &RegFile,
     ) -> Result<Layer, EngineError> {
-        let misc = cdma.cur("D_MISC_CFG");
-        let csc_misc = csc.cur("D_MISC_CFG");
-        let winograd = misc & 1 == 1;
-        let prec = Precision::from_field(fld(misc, 12, 2), "CDMA")?;
-        let in_prec = Precision::from_field(fld(misc, 8, 2), "CDMA")?;
-        for (blk, v) in [
-            ("CSC", csc_misc),
-            ("CMAC_A", cmac[0].cur("D_MISC_CFG")),
-            ("CMAC_B", cmac[1].cur("D_MISC_CFG")),
-            ("CACC", cacc.cur("D_MISC_CFG")),
+        use ids::cdma::D_MISC_CFG as CDMA_MISC;
+        let misc = cdma.cur_as::<CDMA_MISC::Register>(ids::cdma::D_MISC_CFG);
+        let winograd = misc.matches_all(CDMA_MISC::CONV_MODE::WINOGRAD);
+        let prec = Precision::from_field(misc.read(CDMA_MISC::PROC_PRECISION), "CDMA")?;
+        let in_prec = Precision::from_field(misc.read(CDMA_MISC::IN_PRECISION), "CDMA")?;
+        // (convolution mode, processing precision) of the other four blocks.
+        macro_rules! mode_prec {
+            ($f:expr, $unit:ident) => {{
+                use ids::$unit::D_MISC_CFG as M;
+                let v = $f.cur_as::<M::Register>(ids::$unit::D_MISC_CFG);
+                (
+                    v.matches_all(M::CONV_MODE::WINOGRAD),
+                    v.read(M::PROC_PRECISION),
+                )
+            }};
+        }
+        for (blk, (wino, proc)) in [
+            ("CSC", mode_prec!(csc, csc)),
+            ("CMAC_A", mode_prec!(cmac[0], cmac_a)),
+            ("CMAC_B", mode_prec!(cmac[1], cmac_b)),
+            ("CACC", mode_prec!(cacc, cacc)),
         ] {
-            if (v & 1 == 1) != winograd {
+            if wino != winograd {
                 return Err(cfg_err(blk, "convolution mode differs from CDMA"));
             }
-            if Precision::from_field(fld(v, 12, 2), blk)? != prec {
+            if Precision::from_field(proc, blk)? != prec {
                 return Err(cfg_err(blk, "processing precision differs from CDMA"));
             }
         }
@@ -227,18 +232,38 @@ impl Layer {
                 format!("{} has no Winograd convolution", cfg.name()),
             ));
         }
-        let fmt = cdma.cur("D_DATAIN_FORMAT");
+        let fmt = cdma.cur(ids::cdma::D_DATAIN_FORMAT);
         let image = fmt & 1 == 1;
-        if (csc.cur("D_DATAIN_FORMAT") & 1 == 1) != image {
+        if (csc.cur(ids::csc::D_DATAIN_FORMAT) & 1 == 1) != image {
             return Err(cfg_err("CSC", "input format differs from CDMA"));
         }
-        let size0 = cdma.cur("D_DATAIN_SIZE_0");
-        let cdma_w = fld(size0, 0, 13) as usize + 1;
-        let cdma_h = fld(size0, 16, 13) as usize + 1;
-        let cdma_c = fld(cdma.cur("D_DATAIN_SIZE_1"), 0, 13) as usize + 1;
-        let batches = fld(cdma.cur("D_BATCH_NUMBER"), 0, 5) as usize + 1;
-        for (blk, f) in [("CSC", csc), ("CACC", cacc)] {
-            if fld(f.cur("D_BATCH_NUMBER"), 0, 5) as usize + 1 != batches {
+        let size0 = cdma.cur(ids::cdma::D_DATAIN_SIZE_0);
+        let cdma_w = ids::cdma::D_DATAIN_SIZE_0::DATAIN_WIDTH.read(size0) as usize + 1;
+        let cdma_h = ids::cdma::D_DATAIN_SIZE_0::DATAIN_HEIGHT.read(size0) as usize + 1;
+        let cdma_c = cdma.field(
+            ids::cdma::D_DATAIN_SIZE_1,
+            ids::cdma::D_DATAIN_SIZE_1::DATAIN_CHANNEL,
+        ) as usize
+            + 1;
+        let batches = cdma.field(
+            ids::cdma::D_BATCH_NUMBER,
+            ids::cdma::D_BATCH_NUMBER::BATCHES,
+        ) as usize
+            + 1;
+        for (blk, n) in [
+            (
+                "CSC",
+                csc.field(ids::csc::D_BATCH_NUMBER, ids::csc::D_BATCH_NUMBER::BATCHES),
+            ),
+            (
+                "CACC",
+                cacc.field(
+                    ids::cacc::D_BATCH_NUMBER,
+                    ids::cacc::D_BATCH_NUMBER::BATCHES,
+                ),
+            ),
+        ] {
+            if n as usize + 1 != batches {
                 return Err(cfg_err(blk, "batch number differs from CDMA"));
             }
         }
@@ -253,24 +278,37 @@ impl Layer {
         }
 
         // CSC geometry.
-        let ext0 = csc.cur("D_DATAIN_SIZE_EXT_0");
-        let csc_w = fld(ext0, 0, 13) as usize + 1;
-        let csc_h = fld(ext0, 16, 13) as usize + 1;
-        let csc_c = fld(csc.cur("D_DATAIN_SIZE_EXT_1"), 0, 13) as usize + 1;
-        let wsz0 = csc.cur("D_WEIGHT_SIZE_EXT_0");
-        let ks = fld(wsz0, 0, 5) as usize + 1;
-        let kr = fld(wsz0, 16, 5) as usize + 1;
-        let wsz1 = csc.cur("D_WEIGHT_SIZE_EXT_1");
-        let kc = fld(wsz1, 0, 13) as usize + 1;
-        let kk = fld(wsz1, 16, 13) as usize + 1;
-        let out0 = csc.cur("D_DATAOUT_SIZE_0");
-        let out_w = fld(out0, 0, 13) as usize + 1;
-        let out_h = fld(out0, 16, 13) as usize + 1;
-        let out_c = fld(csc.cur("D_DATAOUT_SIZE_1"), 0, 13) as usize + 1;
-        let cacc0 = cacc.cur("D_DATAOUT_SIZE_0");
-        if fld(cacc0, 0, 13) as usize + 1 != out_w
-            || fld(cacc0, 16, 13) as usize + 1 != out_h
-            || fld(cacc.cur("D_DATAOUT_SIZE_1"), 0, 13) as usize + 1 != out_c
+        let ext0 = csc.cur(ids::csc::D_DATAIN_SIZE_EXT_0);
+        let csc_w = ids::csc::D_DATAIN_SIZE_EXT_0::DATAIN_WIDTH_EXT.read(ext0) as usize + 1;
+        let csc_h = ids::csc::D_DATAIN_SIZE_EXT_0::DATAIN_HEIGHT_EXT.read(ext0) as usize + 1;
+        let csc_c = csc.field(
+            ids::csc::D_DATAIN_SIZE_EXT_1,
+            ids::csc::D_DATAIN_SIZE_EXT_1::DATAIN_CHANNEL_EXT,
+        ) as usize
+            + 1;
+        let wsz0 = csc.cur(ids::csc::D_WEIGHT_SIZE_EXT_0);
+        let ks = ids::csc::D_WEIGHT_SIZE_EXT_0::WEIGHT_WIDTH_EXT.read(wsz0) as usize + 1;
+        let kr = ids::csc::D_WEIGHT_SIZE_EXT_0::WEIGHT_HEIGHT_EXT.read(wsz0) as usize + 1;
+        let wsz1 = csc.cur(ids::csc::D_WEIGHT_SIZE_EXT_1);
+        let kc = ids::csc::D_WEIGHT_SIZE_EXT_1::WEIGHT_CHANNEL_EXT.read(wsz1) as usize + 1;
+        let kk = ids::csc::D_WEIGHT_SIZE_EXT_1::WEIGHT_KERNEL.read(wsz1) as usize + 1;
+        let out0 = csc.cur(ids::csc::D_DATAOUT_SIZE_0);
+        let out_w = ids::csc::D_DATAOUT_SIZE_0::DATAOUT_WIDTH.read(out0) as usize + 1;
+        let out_h = ids::csc::D_DATAOUT_SIZE_0::DATAOUT_HEIGHT.read(out0) as usize + 1;
+        let out_c = csc.field(
+            ids::csc::D_DATAOUT_SIZE_1,
+            ids::csc::D_DATAOUT_SIZE_1::DATAOUT_CHANNEL,
+        ) as usize
+            + 1;
+        let cacc0 = cacc.cur(ids::cacc::D_DATAOUT_SIZE_0);
+        if ids::cacc::D_DATAOUT_SIZE_0::DATAOUT_WIDTH.read(cacc0) as usize + 1 != out_w
+            || ids::cacc::D_DATAOUT_SIZE_0::DATAOUT_HEIGHT.read(cacc0) as usize + 1 != out_h
+            || cacc.field(
+                ids::cacc::D_DATAOUT_SIZE_1,
+                ids::cacc::D_DATAOUT_SIZE_1::DATAOUT_CHANNEL,
+            ) as usize
+                + 1
+                != out_c
         {
             return Err(cfg_err("CACC", "output cube differs from CSC"));
         }
@@ -280,22 +318,29 @@ impl Layer {
                 format!("{out_c} output channels for {kk} kernels"),
             ));
         }
-        let stride = csc.cur("D_CONV_STRIDE_EXT");
-        let sx = fld(stride, 0, 3) as usize + 1;
-        let sy = fld(stride, 16, 3) as usize + 1;
-        let dil = csc.cur("D_DILATION_EXT");
-        let dx = fld(dil, 0, 5) as usize + 1;
-        let dy = fld(dil, 16, 5) as usize + 1;
-        let pad = csc.cur("D_ZERO_PADDING");
-        let pl = fld(pad, 0, 5) as usize;
-        let pt = fld(pad, 16, 5) as usize;
-        let pad_raw = fld(csc.cur("D_ZERO_PADDING_VALUE"), 0, 16);
+        let stride = csc.cur(ids::csc::D_CONV_STRIDE_EXT);
+        let sx = ids::csc::D_CONV_STRIDE_EXT::CONV_X_STRIDE_EXT.read(stride) as usize + 1;
+        let sy = ids::csc::D_CONV_STRIDE_EXT::CONV_Y_STRIDE_EXT.read(stride) as usize + 1;
+        let dil = csc.cur(ids::csc::D_DILATION_EXT);
+        let dx = ids::csc::D_DILATION_EXT::X_DILATION_EXT.read(dil) as usize + 1;
+        let dy = ids::csc::D_DILATION_EXT::Y_DILATION_EXT.read(dil) as usize + 1;
+        let pad = csc.cur(ids::csc::D_ZERO_PADDING);
+        let pl = ids::csc::D_ZERO_PADDING::PAD_LEFT.read(pad) as usize;
+        let pt = ids::csc::D_ZERO_PADDING::PAD_TOP.read(pad) as usize;
+        let pad_raw = csc.field(
+            ids::csc::D_ZERO_PADDING_VALUE,
+            ids::csc::D_ZERO_PADDING_VALUE::PAD_VALUE,
+        );
         let pad_value = match prec {
             Precision::Int8 => i32::from(pad_raw as u8 as i8),
             Precision::Int16 => i32::from(pad_raw as u16 as i16),
             Precision::Fp16 => pad_raw as i32,
         };
-        let y_ext = 1usize << fld(csc.cur("D_POST_Y_EXTENSION"), 0, 2);
+        let y_ext = 1usize
+            << csc.field(
+                ids::csc::D_POST_Y_EXTENSION,
+                ids::csc::D_POST_Y_EXTENSION::Y_EXTENSION,
+            );
         if y_ext > 4 {
             return Err(cfg_err("CSC", "reserved post-extension value"));
         }
@@ -330,15 +375,15 @@ impl Layer {
         if winograd {
             // CSC's Winograd sequencer reads neither the CSC stride, dilation, padding
             // nor pad value: CDMA has padded and channel-extended the input in CBUF.
-            let zp = cdma.cur("D_ZERO_PADDING");
-            let st = cdma.cur("D_CONV_STRIDE");
+            let zp = cdma.cur(ids::cdma::D_ZERO_PADDING);
+            let st = cdma.cur(ids::cdma::D_CONV_STRIDE);
             let input = WinoInput {
-                pad_left: fld(zp, 0, 5) as usize,
-                pad_right: fld(zp, 8, 6) as usize,
-                pad_top: fld(zp, 16, 5) as usize,
-                pad_bottom: fld(zp, 24, 6) as usize,
-                sx: fld(st, 0, 3) as usize + 1,
-                sy: fld(st, 16, 3) as usize + 1,
+                pad_left: ids::cdma::D_ZERO_PADDING::PAD_LEFT.read(zp) as usize,
+                pad_right: ids::cdma::D_ZERO_PADDING::PAD_RIGHT.read(zp) as usize,
+                pad_top: ids::cdma::D_ZERO_PADDING::PAD_TOP.read(zp) as usize,
+                pad_bottom: ids::cdma::D_ZERO_PADDING::PAD_BOTTOM.read(zp) as usize,
+                sx: ids::cdma::D_CONV_STRIDE::CONV_X_STRIDE.read(st) as usize + 1,
+                sy: ids::cdma::D_CONV_STRIDE::CONV_Y_STRIDE.read(st) as usize + 1,
             };
             let (ew, eh, ec) = input
                 .extended(cdma_w, cdma_h, cdma_c, prec, cfg.hw.memory_atomic)
@@ -398,7 +443,7 @@ impl Layer {
                     out_w,
                     out_h,
                     k: kk,
-                    pra_truncate: fld(csc.cur("D_PRA_CFG"), 0, 2),
+                    pra_truncate: csc.field(ids::csc::D_PRA_CFG, ids::csc::D_PRA_CFG::PRA_TRUNCATE),
                 },
             });
         } else if image {
@@ -470,7 +515,11 @@ impl Layer {
         };
 
         // CDMA weight registers against CSC's.
-        let bpk = fld(cdma.cur("D_WEIGHT_SIZE_0"), 0, 18) as usize + 1;
+        let bpk = cdma.field(
+            ids::cdma::D_WEIGHT_SIZE_0,
+            ids::cdma::D_WEIGHT_SIZE_0::BYTE_PER_KERNEL,
+        ) as usize
+            + 1;
         if bpk != wgeom.bytes_per_kernel() {
             return Err(cfg_err(
                 "CDMA",
@@ -483,11 +532,17 @@ impl Layer {
                 ),
             ));
         }
-        if fld(cdma.cur("D_WEIGHT_SIZE_1"), 0, 13) as usize + 1 != kk {
+        if cdma.field(
+            ids::cdma::D_WEIGHT_SIZE_1,
+            ids::cdma::D_WEIGHT_SIZE_1::WEIGHT_KERNEL,
+        ) as usize
+            + 1
+            != kk
+        {
             return Err(cfg_err("CDMA", "kernel count differs from CSC"));
         }
-        let compressed = cdma.cur("D_WEIGHT_FORMAT") & 1 == 1;
-        if (csc.cur("D_WEIGHT_FORMAT") & 1 == 1) != compressed {
+        let compressed = cdma.cur(ids::cdma::D_WEIGHT_FORMAT) & 1 == 1;
+        if (csc.cur(ids::csc::D_WEIGHT_FORMAT) & 1 == 1) != compressed {
             return Err(cfg_err("CSC", "weight format differs from CDMA"));
         }
         if compressed && !cfg.hw.features.weight_compression {
@@ -496,16 +551,16 @@ impl Layer {
                 format!("{} has no weight compression", cfg.name()),
             ));
         }
-        let weight_bytes = u64::from(cdma.cur("D_WEIGHT_BYTES"));
-        if u64::from(csc.cur("D_WEIGHT_BYTES")) != weight_bytes {
+        let weight_bytes = u64::from(cdma.cur(ids::cdma::D_WEIGHT_BYTES));
+        if u64::from(csc.cur(ids::csc::D_WEIGHT_BYTES)) != weight_bytes {
             return Err(cfg_err("CSC", "WEIGHT_BYTES differs from CDMA"));
         }
 
         // CBUF banks and entries.
-        let bank = cdma.cur("D_BANK");
-        let data_banks = fld(bank, 0, 5) + 1;
-        let weight_banks = fld(bank, 16, 5) + 1;
-        if csc.cur("D_BANK") != bank {
+        let bank = cdma.cur(ids::cdma::D_BANK);
+        let data_banks = ids::cdma::D_BANK::DATA_BANK.read(bank) + 1;
+        let weight_banks = ids::cdma::D_BANK::WEIGHT_BANK.read(bank) + 1;
+        if csc.cur(ids::csc::D_BANK) != bank {
             return Err(cfg_err("CSC", "bank allocation differs from CDMA"));
         }
         if data_banks + weight_banks > cfg.hw.cbuf_banks {
@@ -521,8 +576,8 @@ impl Layer {
         // `NVDLA_CSC.rdl`: reset_mask 0x3fff); the register map's write mask keeps
         // exactly the field (nv_small `dc_8192x1x1_2x3x1x41` programs 0x1fff: 8192
         // one-atom entries).
-        let entries = cdma.cur("D_ENTRY_PER_SLICE") as usize + 1;
-        if csc.cur("D_ENTRY_PER_SLICE") as usize + 1 != entries {
+        let entries = cdma.cur(ids::cdma::D_ENTRY_PER_SLICE) as usize + 1;
+        if csc.cur(ids::csc::D_ENTRY_PER_SLICE) as usize + 1 != entries {
             return Err(cfg_err("CSC", "ENTRY_PER_SLICE differs from CDMA"));
         }
         if let Some(w) = &wino {
@@ -559,71 +614,83 @@ impl Layer {
             ));
         }
 
-        let mg0 = cdma.cur("D_MEAN_GLOBAL_0");
-        let mg1 = cdma.cur("D_MEAN_GLOBAL_1");
+        let mg0 = cdma.cur(ids::cdma::D_MEAN_GLOBAL_0);
+        let mg1 = cdma.cur(ids::cdma::D_MEAN_GLOBAL_1);
         let s16 = |v: u32| i64::from(v as u16 as i16);
-        let cvt_cfg = cdma.cur("D_CVT_CFG");
-        let zp = cdma.cur("D_ZERO_PADDING");
-        let map = cdma.cur("D_DAIN_MAP");
+        let cvt_cfg = cdma.cur(ids::cdma::D_CVT_CFG);
+        let zp = cdma.cur(ids::cdma::D_ZERO_PADDING);
+        let map = cdma.cur(ids::cdma::D_DAIN_MAP);
         Ok(Layer {
             prec,
             in_prec,
             image,
-            data_reuse: fld(misc, 16, 1) == 1,
-            weight_reuse: fld(misc, 20, 1) == 1,
-            skip_data_rls: fld(misc, 24, 1) == 1,
-            skip_weight_rls: fld(misc, 28, 1) == 1,
+            data_reuse: misc.is_set(CDMA_MISC::DATA_REUSE),
+            weight_reuse: misc.is_set(CDMA_MISC::WEIGHT_REUSE),
+            skip_data_rls: misc.is_set(CDMA_MISC::SKIP_DATA_RLS),
+            skip_weight_rls: misc.is_set(CDMA_MISC::SKIP_WEIGHT_RLS),
             cdma_w,
             cdma_h,
             cdma_c,
             batches,
             atom: cfg.hw.memory_atomic,
-            dain_ram: RamType::from_field(cdma.cur("D_DAIN_RAM_TYPE")),
+            dain_ram: RamType::from_field(cdma.cur(ids::cdma::D_DAIN_RAM_TYPE)),
             dain_addr: addr64(
-                cdma.cur("D_DAIN_ADDR_HIGH_0"),
-                cdma.cur("D_DAIN_ADDR_LOW_0"),
+                cdma.cur(ids::cdma::D_DAIN_ADDR_HIGH_0),
+                cdma.cur(ids::cdma::D_DAIN_ADDR_LOW_0),
             ),
             dain_addr1: addr64(
-                cdma.cur("D_DAIN_ADDR_HIGH_1"),
-                cdma.cur("D_DAIN_ADDR_LOW_1"),
+                cdma.cur(ids::cdma::D_DAIN_ADDR_HIGH_1),
+                cdma.cur(ids::cdma::D_DAIN_ADDR_LOW_1),
             ),
-            line_stride: u64::from(cdma.cur("D_LINE_STRIDE")),
-            uv_line_stride: u64::from(cdma.cur("D_LINE_UV_STRIDE")),
-            surf_stride: u64::from(cdma.cur("D_SURF_STRIDE")),
-            batch_stride: u64::from(cdma.cur("D_BATCH_STRIDE")),
+            line_stride: u64::from(cdma.cur(ids::cdma::D_LINE_STRIDE)),
+            uv_line_stride: u64::from(cdma.cur(ids::cdma::D_LINE_UV_STRIDE)),
+            surf_stride: u64::from(cdma.cur(ids::cdma::D_SURF_STRIDE)),
+            batch_stride: u64::from(cdma.cur(ids::cdma::D_BATCH_STRIDE)),
             line_packed: map & 1 == 1,
             surf_packed: (map >> 16) & 1 == 1,
-            pixel_format: fld(fmt, 8, 6),
-            pitch_linear: fld(fmt, 16, 1) == 0,
-            sign_override: fld(fmt, 20, 1) == 1,
-            pixel_x_offset: fld(cdma.cur("D_PIXEL_OFFSET"), 0, 5) as usize,
-            pad_left: fld(zp, 0, 5) as usize,
-            pad_right: fld(zp, 8, 6) as usize,
-            cdma_pad_value: fld(cdma.cur("D_ZERO_PADDING_VALUE"), 0, 16) as u16,
-            mean_enabled: cdma.cur("D_MEAN_FORMAT") & 1 == 1,
+            pixel_format: ids::cdma::D_DATAIN_FORMAT::PIXEL_FORMAT.read(fmt),
+            pitch_linear: ids::cdma::D_DATAIN_FORMAT::PIXEL_MAPPING.read(fmt) == 0,
+            sign_override: ids::cdma::D_DATAIN_FORMAT::PIXEL_SIGN_OVERRIDE.read(fmt) == 1,
+            pixel_x_offset: cdma.field(
+                ids::cdma::D_PIXEL_OFFSET,
+                ids::cdma::D_PIXEL_OFFSET::PIXEL_X_OFFSET,
+            ) as usize,
+            pad_left: ids::cdma::D_ZERO_PADDING::PAD_LEFT.read(zp) as usize,
+            pad_right: ids::cdma::D_ZERO_PADDING::PAD_RIGHT.read(zp) as usize,
+            cdma_pad_value: cdma.field(
+                ids::cdma::D_ZERO_PADDING_VALUE,
+                ids::cdma::D_ZERO_PADDING_VALUE::PAD_VALUE,
+            ) as u16,
+            mean_enabled: cdma.cur(ids::cdma::D_MEAN_FORMAT) & 1 == 1,
             mean: [s16(mg0), s16(mg0 >> 16), s16(mg1), s16(mg1 >> 16)],
             cvt: cdma::Converter {
                 enabled: cvt_cfg & 1 == 1,
-                offset: s16(cdma.cur("D_CVT_OFFSET")),
-                scale: s16(cdma.cur("D_CVT_SCALE")),
-                truncate: fld(cvt_cfg, 4, 6),
+                offset: s16(cdma.cur(ids::cdma::D_CVT_OFFSET)),
+                scale: s16(cdma.cur(ids::cdma::D_CVT_SCALE)),
+                truncate: ids::cdma::D_CVT_CFG::CVT_TRUNCATE.read(cvt_cfg),
             },
-            nan_to_zero: cdma.cur("D_NAN_FLUSH_TO_ZERO") & 1 == 1,
+            nan_to_zero: cdma.cur(ids::cdma::D_NAN_FLUSH_TO_ZERO) & 1 == 1,
             compressed,
-            weight_ram: RamType::from_field(cdma.cur("D_WEIGHT_RAM_TYPE")),
+            weight_ram: RamType::from_field(cdma.cur(ids::cdma::D_WEIGHT_RAM_TYPE)),
             weight_addr: addr64(
-                cdma.cur("D_WEIGHT_ADDR_HIGH"),
-                cdma.cur("D_WEIGHT_ADDR_LOW"),
+                cdma.cur(ids::cdma::D_WEIGHT_ADDR_HIGH),
+                cdma.cur(ids::cdma::D_WEIGHT_ADDR_LOW),
             ),
             weight_bytes,
-            wgs_addr: addr64(cdma.cur("D_WGS_ADDR_HIGH"), cdma.cur("D_WGS_ADDR_LOW")),
-            wmb_addr: addr64(cdma.cur("D_WMB_ADDR_HIGH"), cdma.cur("D_WMB_ADDR_LOW")),
-            wmb_bytes: u64::from(cdma.cur("D_WMB_BYTES")),
+            wgs_addr: addr64(
+                cdma.cur(ids::cdma::D_WGS_ADDR_HIGH),
+                cdma.cur(ids::cdma::D_WGS_ADDR_LOW),
+            ),
+            wmb_addr: addr64(
+                cdma.cur(ids::cdma::D_WMB_ADDR_HIGH),
+                cdma.cur(ids::cdma::D_WMB_ADDR_LOW),
+            ),
+            wmb_bytes: u64::from(cdma.cur(ids::cdma::D_WMB_BYTES)),
             geom,
             csc_c,
             image_sx: sx,
             wgeom,
-            truncate: fld(cacc.cur("D_CLIP_CFG"), 0, 5),
+            truncate: cacc.field(ids::cacc::D_CLIP_CFG, ids::cacc::D_CLIP_CFG::CLIP_TRUNCATE),
             data_banks,
             weight_banks,
             wino,

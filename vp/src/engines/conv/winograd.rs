@@ -376,6 +376,7 @@ mod tests {
     //! `booth_product`, the fp48 accumulator) applied lane by lane without shortcuts.
     use super::*;
     use crate::engines::conv::arith::mac_nan;
+    use crate::regs::{ids, Reg};
 
     const BT: [[i64; 4]; 4] = [[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]];
     const AT: [[i64; 4]; 2] = [[1, 1, 1, 0], [0, 1, -1, -1]];
@@ -1018,7 +1019,7 @@ mod tests {
         pad: i64,
         seed: u64,
         cfg: crate::HwConfig,
-        tweak: &[(&str, &str, u32)],
+        tweak: &[(Reg, u32)],
     ) -> Result<(Vec<i64>, Vec<i64>), String> {
         use crate::engines::conv::cdma::{winograd_weight_offset, WeightGeom, WinoInput};
         use crate::engines::CubeLayout;
@@ -1129,83 +1130,87 @@ mod tests {
         let bank = (data_banks - 1) | ((cfg.hw.cbuf_banks - data_banks - 1) << 16);
         let sz = |a: usize, b: usize| ((b as u32 - 1) << 16) | (a as u32 - 1);
         let misc = 1 | (p << 8) | (p << 12);
-        let regs: &[(&str, &str, u32)] = &[
-            ("CDMA", "D_MISC_CFG", misc),
-            ("CDMA", "D_DATAIN_FORMAT", 0),
-            ("CDMA", "D_DATAIN_SIZE_0", sz(w, h)),
-            ("CDMA", "D_DATAIN_SIZE_1", c as u32 - 1),
-            ("CDMA", "D_DATAIN_SIZE_EXT_0", sz(ew, eh)),
-            ("CDMA", "D_DAIN_RAM_TYPE", 1),
-            ("CDMA", "D_DAIN_ADDR_LOW_0", IN as u32),
-            ("CDMA", "D_LINE_STRIDE", line as u32),
-            ("CDMA", "D_SURF_STRIDE", (line * h as u64) as u32),
-            ("CDMA", "D_DAIN_MAP", 0x1_0001),
-            ("CDMA", "D_ENTRY_PER_SLICE", entries - 1),
-            ("CDMA", "D_WEIGHT_SIZE_0", wg.bytes_per_kernel() as u32 - 1),
-            ("CDMA", "D_WEIGHT_SIZE_1", k as u32 - 1),
-            ("CDMA", "D_WEIGHT_RAM_TYPE", 1),
-            ("CDMA", "D_WEIGHT_ADDR_LOW", WT as u32),
-            ("CDMA", "D_WEIGHT_BYTES", bytes as u32),
-            ("CDMA", "D_CONV_STRIDE", sz(st, st)),
+        let regs: &[(Reg, u32)] = &[
+            (ids::cdma::D_MISC_CFG, misc),
+            (ids::cdma::D_DATAIN_FORMAT, 0),
+            (ids::cdma::D_DATAIN_SIZE_0, sz(w, h)),
+            (ids::cdma::D_DATAIN_SIZE_1, c as u32 - 1),
+            (ids::cdma::D_DATAIN_SIZE_EXT_0, sz(ew, eh)),
+            (ids::cdma::D_DAIN_RAM_TYPE, 1),
+            (ids::cdma::D_DAIN_ADDR_LOW_0, IN as u32),
+            (ids::cdma::D_LINE_STRIDE, line as u32),
+            (ids::cdma::D_SURF_STRIDE, (line * h as u64) as u32),
+            (ids::cdma::D_DAIN_MAP, 0x1_0001),
+            (ids::cdma::D_ENTRY_PER_SLICE, entries - 1),
+            (ids::cdma::D_WEIGHT_SIZE_0, wg.bytes_per_kernel() as u32 - 1),
+            (ids::cdma::D_WEIGHT_SIZE_1, k as u32 - 1),
+            (ids::cdma::D_WEIGHT_RAM_TYPE, 1),
+            (ids::cdma::D_WEIGHT_ADDR_LOW, WT as u32),
+            (ids::cdma::D_WEIGHT_BYTES, bytes as u32),
+            (ids::cdma::D_CONV_STRIDE, sz(st, st)),
             (
-                "CDMA",
-                "D_ZERO_PADDING",
+                ids::cdma::D_ZERO_PADDING,
                 (pl | pr << 8 | pt << 16 | pb << 24) as u32,
             ),
-            ("CDMA", "D_ZERO_PADDING_VALUE", enc(pad) as u32 & 0xffff),
-            ("CDMA", "D_BANK", bank),
-            ("CSC", "D_MISC_CFG", misc),
-            ("CSC", "D_DATAIN_FORMAT", 0),
-            ("CSC", "D_DATAIN_SIZE_EXT_0", sz(ew, eh)),
-            ("CSC", "D_DATAIN_SIZE_EXT_1", ec as u32 - 1),
-            ("CSC", "D_ENTRY_PER_SLICE", entries - 1),
-            ("CSC", "D_WEIGHT_SIZE_EXT_0", sz(4, 4)),
+            (ids::cdma::D_ZERO_PADDING_VALUE, enc(pad) as u32 & 0xffff),
+            (ids::cdma::D_BANK, bank),
+            (ids::csc::D_MISC_CFG, misc),
+            (ids::csc::D_DATAIN_FORMAT, 0),
+            (ids::csc::D_DATAIN_SIZE_EXT_0, sz(ew, eh)),
+            (ids::csc::D_DATAIN_SIZE_EXT_1, ec as u32 - 1),
+            (ids::csc::D_ENTRY_PER_SLICE, entries - 1),
+            (ids::csc::D_WEIGHT_SIZE_EXT_0, sz(4, 4)),
             (
-                "CSC",
-                "D_WEIGHT_SIZE_EXT_1",
+                ids::csc::D_WEIGHT_SIZE_EXT_1,
                 ((k as u32 - 1) << 16) | (ec as u32 - 1),
             ),
-            ("CSC", "D_WEIGHT_BYTES", bytes as u32),
-            ("CSC", "D_DATAOUT_SIZE_0", sz(ow, oh)),
-            ("CSC", "D_DATAOUT_SIZE_1", k as u32 - 1),
-            ("CSC", "D_ATOMICS", (ow * oh) as u32 - 1),
-            ("CSC", "D_RELEASE", eh as u32),
-            ("CSC", "D_PRA_CFG", 0),
-            ("CSC", "D_BANK", bank),
-            ("CMAC_A", "D_MISC_CFG", 1 | (p << 12)),
-            ("CMAC_B", "D_MISC_CFG", 1 | (p << 12)),
-            ("CACC", "D_MISC_CFG", 1 | (p << 12)),
-            ("CACC", "D_DATAOUT_SIZE_0", sz(ow, oh)),
-            ("CACC", "D_DATAOUT_SIZE_1", k as u32 - 1),
+            (ids::csc::D_WEIGHT_BYTES, bytes as u32),
+            (ids::csc::D_DATAOUT_SIZE_0, sz(ow, oh)),
+            (ids::csc::D_DATAOUT_SIZE_1, k as u32 - 1),
+            (ids::csc::D_ATOMICS, (ow * oh) as u32 - 1),
+            (ids::csc::D_RELEASE, eh as u32),
+            (ids::csc::D_PRA_CFG, 0),
+            (ids::csc::D_BANK, bank),
+            (ids::cmac_a::D_MISC_CFG, 1 | (p << 12)),
+            (ids::cmac_b::D_MISC_CFG, 1 | (p << 12)),
+            (ids::cacc::D_MISC_CFG, 1 | (p << 12)),
+            (ids::cacc::D_DATAOUT_SIZE_0, sz(ow, oh)),
+            (ids::cacc::D_DATAOUT_SIZE_1, k as u32 - 1),
             // (2G) g (2G)ᵀ is 4x the kernel: the CACC truncation divides it back
             // (integers; fp16 delivers the x4 result).
-            ("CACC", "D_CLIP_CFG", 2),
-            ("SDP", "D_DATA_CUBE_WIDTH", ow as u32 - 1),
-            ("SDP", "D_DATA_CUBE_HEIGHT", oh as u32 - 1),
-            ("SDP", "D_DATA_CUBE_CHANNEL", k as u32 - 1),
-            ("SDP", "D_DST_BASE_ADDR_LOW", OUT as u32),
+            (ids::cacc::D_CLIP_CFG, 2),
+            (ids::sdp::D_DATA_CUBE_WIDTH, ow as u32 - 1),
+            (ids::sdp::D_DATA_CUBE_HEIGHT, oh as u32 - 1),
+            (ids::sdp::D_DATA_CUBE_CHANNEL, k as u32 - 1),
+            (ids::sdp::D_DST_BASE_ADDR_LOW, OUT as u32),
             (
-                "SDP",
-                "D_DST_LINE_STRIDE",
+                ids::sdp::D_DST_LINE_STRIDE,
                 u64::from(atom) as u32 * ow as u32,
             ),
-            ("SDP", "D_DST_SURFACE_STRIDE", atom * (ow * oh) as u32),
-            ("SDP", "D_DP_BS_CFG", 1),
-            ("SDP", "D_DP_BN_CFG", 1),
-            ("SDP", "D_DP_EW_CFG", 1),
-            ("SDP", "D_FEATURE_MODE_CFG", 1 | 4),
-            ("SDP", "D_DST_DMA_CFG", 1),
-            ("SDP", "D_DATA_FORMAT", p | (p << 2)),
-            ("SDP", "D_CVT_SCALE", 1),
+            (ids::sdp::D_DST_SURFACE_STRIDE, atom * (ow * oh) as u32),
+            (ids::sdp::D_DP_BS_CFG, 1),
+            (ids::sdp::D_DP_BN_CFG, 1),
+            (ids::sdp::D_DP_EW_CFG, 1),
+            (ids::sdp::D_FEATURE_MODE_CFG, 1 | 4),
+            (ids::sdp::D_DST_DMA_CFG, 1),
+            (ids::sdp::D_DATA_FORMAT, p | (p << 2)),
+            (ids::sdp::D_CVT_SCALE, 1),
         ];
-        for &(b, reg, v) in regs.iter().chain(tweak) {
+        for &(reg, v) in regs.iter().chain(tweak) {
             let a = vp
-                .lookup(b, reg)
-                .ok_or_else(|| format!("no register {b}.{reg}"))?;
+                .addr(reg)
+                .ok_or_else(|| format!("no register {}+{:#x}", reg.unit(), reg.offset()))?;
             vp.csb_write(a, v);
         }
-        for b in ["SDP", "CACC", "CMAC_A", "CMAC_B", "CSC", "CDMA"] {
-            let a = vp.lookup(b, "D_OP_ENABLE").ok_or("no D_OP_ENABLE")?;
+        for r in [
+            ids::sdp::D_OP_ENABLE,
+            ids::cacc::D_OP_ENABLE,
+            ids::cmac_a::D_OP_ENABLE,
+            ids::cmac_b::D_OP_ENABLE,
+            ids::csc::D_OP_ENABLE,
+            ids::cdma::D_OP_ENABLE,
+        ] {
+            let a = vp.addr(r).ok_or("no D_OP_ENABLE")?;
             vp.csb_write(a, 1);
         }
         if !vp.irq_pending() {
@@ -1265,7 +1270,7 @@ mod tests {
     #[test]
     fn bad_winograd_programming_faults_with_a_reason() {
         use crate::HwConfig;
-        let run = |cfg: HwConfig, tweak: &[(&str, &str, u32)]| {
+        let run = |cfg: HwConfig, tweak: &[(Reg, u32)]| {
             through_the_platform(
                 Precision::Int16,
                 (8, 8, 16, 4),
@@ -1279,49 +1284,49 @@ mod tests {
             .unwrap_or_default()
         };
         // The layer: 8x8 outputs from a 12x12 extended input (pads 1, 3).
-        type Tweak<'a> = &'a [(&'a str, &'a str, u32)];
+        type Tweak<'a> = &'a [(Reg, u32)];
         let cases: &[(Tweak, &str)] = &[
             (
-                &[("SDP", "D_FEATURE_MODE_CFG", 1)],
+                &[(ids::sdp::D_FEATURE_MODE_CFG, 1)],
                 "Winograd output mode differs",
             ),
             (
-                &[("CDMA", "D_ZERO_PADDING", 1 | 2 << 8 | 1 << 16 | 3 << 24)],
+                &[(ids::cdma::D_ZERO_PADDING, 1 | 2 << 8 | 1 << 16 | 3 << 24)],
                 "multiple of 4",
             ),
-            (&[("CSC", "D_WEIGHT_SIZE_EXT_0", 2 | 2 << 16)], "4x4"),
+            (&[(ids::csc::D_WEIGHT_SIZE_EXT_0, 2 | 2 << 16)], "4x4"),
             (
                 &[
-                    ("CSC", "D_DATAOUT_SIZE_0", 9 | 9 << 16),
-                    ("CACC", "D_DATAOUT_SIZE_0", 9 | 9 << 16),
+                    (ids::csc::D_DATAOUT_SIZE_0, 9 | 9 << 16),
+                    (ids::cacc::D_DATAOUT_SIZE_0, 9 | 9 << 16),
                 ],
                 "multiple of 4",
             ),
             (
                 &[
-                    ("CSC", "D_DATAOUT_SIZE_0", 11 | 11 << 16),
-                    ("CACC", "D_DATAOUT_SIZE_0", 11 | 11 << 16),
+                    (ids::csc::D_DATAOUT_SIZE_0, 11 | 11 << 16),
+                    (ids::cacc::D_DATAOUT_SIZE_0, 11 | 11 << 16),
                 ],
                 "extended input less 4",
             ),
-            (&[("CSC", "D_DATAIN_SIZE_EXT_1", 31)], "Winograd extension"),
+            (&[(ids::csc::D_DATAIN_SIZE_EXT_1, 31)], "Winograd extension"),
             (
-                &[("CMAC_B", "D_MISC_CFG", 1 << 12)],
+                &[(ids::cmac_b::D_MISC_CFG, 1 << 12)],
                 "convolution mode differs",
             ),
             (
                 &[
-                    ("CDMA", "D_DATAIN_FORMAT", 1),
-                    ("CSC", "D_DATAIN_FORMAT", 1),
+                    (ids::cdma::D_DATAIN_FORMAT, 1),
+                    (ids::csc::D_DATAIN_FORMAT, 1),
                 ],
                 "feature input",
             ),
-            (&[("CDMA", "D_ENTRY_PER_SLICE", 5)], "ENTRY_PER_SLICE"),
+            (&[(ids::cdma::D_ENTRY_PER_SLICE, 5)], "ENTRY_PER_SLICE"),
             // SDP reading memory (its RDMA enabled) in Winograd output mode.
             (
                 &[
-                    ("SDP", "D_FEATURE_MODE_CFG", 4),
-                    ("SDP_RDMA", "D_OP_ENABLE", 1),
+                    (ids::sdp::D_FEATURE_MODE_CFG, 4),
+                    (ids::sdp_rdma::D_OP_ENABLE, 1),
                 ],
                 "on the fly",
             ),
@@ -1341,47 +1346,47 @@ mod tests {
     /// output surface it was programmed with.
     #[test]
     fn mutated_winograd_programming_never_panics() {
-        const REGS: &[(&str, &str)] = &[
-            ("CACC", "D_DATAOUT_SIZE_0"),
-            ("CACC", "D_DATAOUT_SIZE_1"),
-            ("CACC", "D_MISC_CFG"),
-            ("CACC", "D_CLIP_CFG"),
-            ("CDMA", "D_BANK"),
-            ("CDMA", "D_CONV_STRIDE"),
-            ("CDMA", "D_ZERO_PADDING"),
-            ("CDMA", "D_DAIN_MAP"),
-            ("CDMA", "D_DATAIN_FORMAT"),
-            ("CDMA", "D_DATAIN_SIZE_0"),
-            ("CDMA", "D_DATAIN_SIZE_1"),
-            ("CDMA", "D_DATAIN_SIZE_EXT_0"),
-            ("CDMA", "D_ENTRY_PER_SLICE"),
-            ("CDMA", "D_LINE_STRIDE"),
-            ("CDMA", "D_MISC_CFG"),
-            ("CDMA", "D_SURF_STRIDE"),
-            ("CDMA", "D_WEIGHT_BYTES"),
-            ("CDMA", "D_WEIGHT_SIZE_0"),
-            ("CDMA", "D_WEIGHT_SIZE_1"),
-            ("CDMA", "D_ZERO_PADDING_VALUE"),
-            ("CMAC_A", "D_MISC_CFG"),
-            ("CMAC_B", "D_MISC_CFG"),
-            ("CSC", "D_ATOMICS"),
-            ("CSC", "D_BANK"),
-            ("CSC", "D_DATAIN_FORMAT"),
-            ("CSC", "D_DATAIN_SIZE_EXT_0"),
-            ("CSC", "D_DATAIN_SIZE_EXT_1"),
-            ("CSC", "D_DATAOUT_SIZE_0"),
-            ("CSC", "D_DATAOUT_SIZE_1"),
-            ("CSC", "D_ENTRY_PER_SLICE"),
-            ("CSC", "D_MISC_CFG"),
-            ("CSC", "D_PRA_CFG"),
-            ("CSC", "D_RELEASE"),
-            ("CSC", "D_WEIGHT_BYTES"),
-            ("CSC", "D_WEIGHT_SIZE_EXT_0"),
-            ("CSC", "D_WEIGHT_SIZE_EXT_1"),
-            ("SDP", "D_FEATURE_MODE_CFG"),
-            ("SDP", "D_DATA_CUBE_WIDTH"),
-            ("SDP", "D_DATA_CUBE_HEIGHT"),
-            ("SDP", "D_DATA_CUBE_CHANNEL"),
+        const REGS: &[Reg] = &[
+            ids::cacc::D_DATAOUT_SIZE_0,
+            ids::cacc::D_DATAOUT_SIZE_1,
+            ids::cacc::D_MISC_CFG,
+            ids::cacc::D_CLIP_CFG,
+            ids::cdma::D_BANK,
+            ids::cdma::D_CONV_STRIDE,
+            ids::cdma::D_ZERO_PADDING,
+            ids::cdma::D_DAIN_MAP,
+            ids::cdma::D_DATAIN_FORMAT,
+            ids::cdma::D_DATAIN_SIZE_0,
+            ids::cdma::D_DATAIN_SIZE_1,
+            ids::cdma::D_DATAIN_SIZE_EXT_0,
+            ids::cdma::D_ENTRY_PER_SLICE,
+            ids::cdma::D_LINE_STRIDE,
+            ids::cdma::D_MISC_CFG,
+            ids::cdma::D_SURF_STRIDE,
+            ids::cdma::D_WEIGHT_BYTES,
+            ids::cdma::D_WEIGHT_SIZE_0,
+            ids::cdma::D_WEIGHT_SIZE_1,
+            ids::cdma::D_ZERO_PADDING_VALUE,
+            ids::cmac_a::D_MISC_CFG,
+            ids::cmac_b::D_MISC_CFG,
+            ids::csc::D_ATOMICS,
+            ids::csc::D_BANK,
+            ids::csc::D_DATAIN_FORMAT,
+            ids::csc::D_DATAIN_SIZE_EXT_0,
+            ids::csc::D_DATAIN_SIZE_EXT_1,
+            ids::csc::D_DATAOUT_SIZE_0,
+            ids::csc::D_DATAOUT_SIZE_1,
+            ids::csc::D_ENTRY_PER_SLICE,
+            ids::csc::D_MISC_CFG,
+            ids::csc::D_PRA_CFG,
+            ids::csc::D_RELEASE,
+            ids::csc::D_WEIGHT_BYTES,
+            ids::csc::D_WEIGHT_SIZE_EXT_0,
+            ids::csc::D_WEIGHT_SIZE_EXT_1,
+            ids::sdp::D_FEATURE_MODE_CFG,
+            ids::sdp::D_DATA_CUBE_WIDTH,
+            ids::sdp::D_DATA_CUBE_HEIGHT,
+            ids::sdp::D_DATA_CUBE_CHANNEL,
         ];
         let mut r = Lcg(0x3170);
         let (mut completed, mut faulted) = (0, 0);
@@ -1389,13 +1394,13 @@ mod tests {
             let prec = [Precision::Int8, Precision::Int16, Precision::Fp16][it % 3];
             let mut tweak = Vec::new();
             for _ in 0..1 + it % 2 {
-                let (b, reg) = REGS[r.next() as usize % REGS.len()];
+                let reg = REGS[r.next() as usize % REGS.len()];
                 let v = match r.next() % 3 {
                     0 => r.next(),
                     1 => 1 << (r.next() % 32),
                     _ => r.next() % 64,
                 };
-                tweak.push((b, reg, v));
+                tweak.push((reg, v));
             }
             let run = std::panic::catch_unwind(|| {
                 through_the_platform(

@@ -1,0 +1,94 @@
+# nvdla-rs in a container: nvdla-runtime, nvdla-compiler, nvdla-loadable, nvdla-vp, and the
+# full-system platform (QEMU with the mmio-sock-pci bridge, Debian's arm64 kernel, nvdla.ko,
+# a static aarch64 nvdla-runtime) behind the `vp-linux` command. See docs/docker.md.
+#
+#   docker build -t nvdla-rs .                        # JOBS: parallel compile jobs (default 1)
+#   docker run --rm -v "$PWD":/data nvdla-rs nvdla-runtime --loadable /data/x.nvdla --image /data/y.jpg
+#   docker run -it nvdla-rs vp-linux                  # a shell in the aarch64 guest
+#
+# The builder stage runs the project's own scripts (scripts/build-qemu, build-kmod,
+# cross-aarch64, docker-guest); the runtime stage holds no compiler.
+
+# ---- builder ---------------------------------------------------------------------------
+FROM debian:bookworm AS builder
+ARG JOBS=1
+ARG RUST_TOOLCHAIN=stable
+ENV DEBIAN_FRONTEND=noninteractive \
+    RUSTUP_HOME=/usr/local/rustup CARGO_HOME=/usr/local/cargo \
+    PATH=/usr/local/cargo/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    CARGO_BUILD_JOBS=${JOBS} NVDLA_JOBS=${JOBS} NVDLA_CACHE=/cache
+# Everything the scripts would otherwise install themselves: the C toolchains (host and
+# aarch64), QEMU's build dependencies, kbuild's tools, apt source/deb handling.
+RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends \
+        ca-certificates curl build-essential pkg-config bc flex bison kmod \
+        gcc-aarch64-linux-gnu binutils-aarch64-linux-gnu libc6-dev-arm64-cross \
+        ninja-build meson libglib2.0-dev libpixman-1-dev libfdt-dev python3 python3-venv \
+        dpkg-dev xz-utils cpio file >/dev/null \
+    && rm -rf /var/lib/apt/lists/*
+# Debian's rustc is too old (the workspace needs 1.87): rustup.
+RUN curl -sSfo /tmp/rustup-init \
+        https://static.rust-lang.org/rustup/dist/x86_64-unknown-linux-gnu/rustup-init \
+    && chmod +x /tmp/rustup-init && /tmp/rustup-init -y -q --profile minimal \
+        --default-toolchain "$RUST_TOOLCHAIN" \
+        --target aarch64-unknown-linux-gnu --target aarch64-unknown-none-softfloat \
+    && rm /tmp/rustup-init && rustc --version
+
+# QEMU 7.2 with the bridge first: it depends only on these three files, so source changes
+# elsewhere keep this (the longest) layer cached.
+WORKDIR /src
+COPY scripts/debian-apt scripts/build-qemu scripts/
+COPY vp/qemu/mmio-sock-pci.c vp/qemu/
+RUN qemu=$(scripts/build-qemu) && install -D -m755 -s "$qemu" /out/prebuilt/qemu-system-aarch64 \
+    && rm -rf "$NVDLA_CACHE/qemu-src" "$NVDLA_CACHE/qemu-build" "$NVDLA_CACHE/apt/archives"/*.deb
+
+# The workspace (only what cargo and the build scripts read; the docker-* helpers and the
+# test scripts go straight to the runtime stage, so editing them rebuilds nothing here).
+COPY Cargo.toml Cargo.lock ./
+COPY hw hw
+COPY compiler compiler
+COPY loadable-format loadable-format
+COPY firmware firmware
+COPY kmd kmd
+COPY port port
+COPY umd umd
+COPY vp vp
+COPY scripts/build-kmod scripts/cross-aarch64 scripts/docker-guest scripts/
+# Host binaries.
+RUN cargo build --release --locked -p nvdla-umd --bin nvdla-runtime -p nvdla-compiler \
+        --bin nvdla-compiler -p nvdla-loadable --features nvdla-loadable/cli --bin nvdla-loadable \
+        -p nvdla-vp-cli --bin nvdla-vp \
+    && mkdir -p /out/bin && for b in nvdla-runtime nvdla-compiler nvdla-loadable nvdla-vp; do \
+        install -m755 -s target/release/$b /out/bin/; done
+# The guest side: nvdla.ko, the static aarch64 nvdla-runtime (as scripts/vp-linux builds it),
+# the ioctl test, Debian's arm64 kernel and busybox.
+RUN ko=$(scripts/build-kmod) && install -m644 "$ko" /out/prebuilt/nvdla.ko \
+    && RUSTFLAGS="-C target-feature=+crt-static" scripts/cross-aarch64 --strict \
+    && arm=target/aarch64-unknown-linux-gnu/release/nvdla-runtime \
+    && file "$arm" | grep -q "statically linked" \
+    && aarch64-linux-gnu-strip -o /out/prebuilt/nvdla-runtime-aarch64 "$arm" \
+    && aarch64-linux-gnu-gcc -static -O2 -Wall -I/usr/aarch64-linux-gnu/include \
+        -o /out/prebuilt/nvdla-ioctl-test kmd/linux/test/nvdla-ioctl-test.c \
+    && aarch64-linux-gnu-strip /out/prebuilt/nvdla-ioctl-test \
+    && scripts/docker-guest /out/prebuilt/nvdla.ko \
+    && rm -rf "$NVDLA_CACHE/apt" "$NVDLA_CACHE/kernel" target
+
+# ---- runtime ---------------------------------------------------------------------------
+FROM debian:bookworm
+ENV DEBIAN_FRONTEND=noninteractive
+# QEMU's shared libraries, and the tools scripts/vp-linux packs an initramfs with.
+RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends \
+        libglib2.0-0 libpixman-1-0 libfdt1 zlib1g cpio gzip xz-utils file >/dev/null \
+    && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin
+COPY --from=builder /out/bin/ /usr/local/bin/
+COPY --from=builder /out/prebuilt/ /opt/nvdla/prebuilt/
+COPY --from=builder /cache/guest/ /opt/nvdla/cache/guest/
+# The project's test scripts, unchanged, run by nvdla-script/vp-linux against the prebuilt
+# artifacts (scripts/docker-stubs stands in for their build steps).
+COPY scripts/vp-linux scripts/regression scripts/networks scripts/debian-apt /opt/nvdla/scripts/
+COPY kmd/linux/test/nvdla-ioctl-test.c /opt/nvdla/kmd/linux/test/
+COPY scripts/docker-stubs /opt/nvdla/docker-stubs
+COPY scripts/docker-vp-linux /usr/local/bin/vp-linux
+COPY scripts/docker-script /usr/local/bin/nvdla-script
+RUN /opt/nvdla/docker-stubs install
+WORKDIR /data
+CMD ["nvdla-runtime", "--help"]

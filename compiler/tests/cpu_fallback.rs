@@ -1,0 +1,122 @@
+//! `--cpu-fallback`: an element-wise function no NVDLA engine computes is an error naming
+//! the layer without it, and with it an EMU operation of the runtime between hardware
+//! tasks, declared by the fallback interface version; the result matches the reference.
+
+mod common;
+
+use common::*;
+use nvdla_compiler::ir::*;
+use nvdla_compiler::target::{Precision, Target};
+use nvdla_compiler::CompileOptions;
+use nvdla_umd::emu::FallbackFn;
+
+fn node(g: &mut Graph, name: &str, op: Op, inputs: &[TensorId], out: Shape) -> TensorId {
+    let t = g.add_tensor(name, out);
+    g.add_node(Node {
+        name: name.into(),
+        source_type: op.name().into(),
+        op,
+        inputs: inputs.to_vec(),
+        outputs: vec![t],
+    });
+    t
+}
+
+/// conv 3x3 -> exp (CPU) -> relu -> conv 1x1, on 20 channels of 6x5.
+fn network(rng: &mut Rng) -> Graph {
+    let (mut g, x) = graph(20, 6, 5);
+    let s = Shape::new(1, 20, 6, 5);
+    let conv = |rng: &mut Rng, k: usize| {
+        Op::Conv(Conv {
+            window: Window {
+                kernel: [k, k],
+                stride: [1, 1],
+                pad: [k / 2; 4],
+                dilation: [1, 1],
+            },
+            groups: 1,
+            out_channels: 20,
+            weight: Weights::new(vec![20, 20, k, k], rng.vec(400 * k * k, 0.1)).unwrap(),
+            bias: Some(Weights::vector(rng.vec(20, 0.1))),
+        })
+    };
+    let c1 = node(&mut g, "c1", conv(rng, 3), &[x], s);
+    let e = node(
+        &mut g,
+        "exp",
+        Op::CpuUnary {
+            func: FallbackFn::Exp,
+            alpha: 0.0,
+            beta: 0.0,
+        },
+        &[c1],
+        s,
+    );
+    let r = node(
+        &mut g,
+        "relu",
+        Op::Activation(Activation::Relu { slope: 0.0 }),
+        &[e],
+        s,
+    );
+    let c2 = node(&mut g, "c2", conv(rng, 1), &[r], s);
+    g.outputs.push(c2);
+    g
+}
+
+#[test]
+fn refused_without_fallback() {
+    let g = network(&mut Rng(7));
+    let target = Target::new(
+        nvdla_hw::Config::by_name("nv_full").unwrap(),
+        Precision::Fp16,
+    )
+    .unwrap();
+    let e = nvdla_compiler::compile_graph(g, &target)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("layer `exp` (CpuUnary)") && e.contains("--cpu-fallback"),
+        "{e}"
+    );
+}
+
+#[test]
+fn runs_on_the_cpu_between_hardware_tasks() {
+    let mut rng = Rng(11);
+    let g = network(&mut rng);
+    let input = rng.vec(20 * 6 * 5, 1.0);
+    let opts = CompileOptions { cpu_fallback: true };
+    let (got, want) = run_fp16_opts(&g, "nv_full", &input, &opts);
+    let err = max_rel_err(&got, &want);
+    assert!(err < 1e-2, "{err}");
+    // The EMU task's blobs declare the fallback interface version.
+    let target = Target::new(
+        nvdla_hw::Config::by_name("nv_full").unwrap(),
+        Precision::Fp16,
+    )
+    .unwrap();
+    let c = nvdla_compiler::compile_graph_opts(
+        g,
+        &target,
+        &nvdla_compiler::lower::Quant::default(),
+        &opts,
+    )
+    .unwrap();
+    assert_eq!(c.tasks, 3);
+    let l = nvdla_loadable::Loadable::parse(&c.loadable).unwrap();
+    let v = nvdla_compiler::emit::EMU1_FALLBACK_VERSION;
+    let emu: Vec<_> = l
+        .blobs()
+        .iter()
+        .filter(|b| b.interface() == nvdla_loadable::schema::Interface::EMU1)
+        .collect();
+    assert_eq!(emu.len(), 3);
+    for b in emu {
+        let bv = b.version();
+        assert_eq!(
+            (bv.major, bv.minor, bv.sub_minor),
+            (v.major, v.minor, v.sub_minor)
+        );
+    }
+}
