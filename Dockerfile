@@ -12,7 +12,8 @@
 # ---- builder ---------------------------------------------------------------------------
 FROM debian:bookworm AS builder
 ARG JOBS=1
-ARG RUST_TOOLCHAIN=stable
+# 1.87 or newer; pinned for reproducible builds (and because a channel may lack a target).
+ARG RUST_TOOLCHAIN=1.95.0
 ENV DEBIAN_FRONTEND=noninteractive \
     RUSTUP_HOME=/usr/local/rustup CARGO_HOME=/usr/local/cargo \
     PATH=/usr/local/cargo/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
@@ -25,21 +26,29 @@ RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends \
         ninja-build meson libglib2.0-dev libpixman-1-dev libfdt-dev python3 python3-venv \
         dpkg-dev xz-utils cpio file >/dev/null \
     && rm -rf /var/lib/apt/lists/*
+# QEMU 7.2 with the bridge first: it depends only on these three files (and no Rust), so
+# source changes elsewhere and toolchain changes keep this (the longest) layer cached.
+WORKDIR /src
+COPY scripts/debian-apt scripts/build-qemu scripts/
+COPY vp/qemu/mmio-sock-pci.c vp/qemu/
+RUN qemu=$(scripts/build-qemu) && install -D -m755 -s "$qemu" /out/prebuilt/qemu-system-aarch64 \
+    && rm -rf "$NVDLA_CACHE/qemu-src" "$NVDLA_CACHE/qemu-build" "$NVDLA_CACHE/apt/archives"/*.deb
+
+# Behind a TLS-intercepting proxy: its CA certificates (PEM text; scripts/docker-test passes
+# the host's /usr/local/share/ca-certificates/*.crt). Builder stage only.
+ARG EXTRA_CA_CERTS=
+RUN if [ -n "$EXTRA_CA_CERTS" ]; then \
+        printf '%s\n' "$EXTRA_CA_CERTS" | awk '/BEGIN CERTIFICATE/ { n++ } n { print > \
+            ("/usr/local/share/ca-certificates/docker-build-extra-" n ".crt") }' \
+        && update-ca-certificates >/dev/null; fi
 # Debian's rustc is too old (the workspace needs 1.87): rustup.
 RUN curl -sSfo /tmp/rustup-init \
         https://static.rust-lang.org/rustup/dist/x86_64-unknown-linux-gnu/rustup-init \
     && chmod +x /tmp/rustup-init && /tmp/rustup-init -y -q --profile minimal \
         --default-toolchain "$RUST_TOOLCHAIN" \
         --target aarch64-unknown-linux-gnu --target aarch64-unknown-none-softfloat \
-    && rm /tmp/rustup-init && rustc --version
-
-# QEMU 7.2 with the bridge first: it depends only on these three files, so source changes
-# elsewhere keep this (the longest) layer cached.
-WORKDIR /src
-COPY scripts/debian-apt scripts/build-qemu scripts/
-COPY vp/qemu/mmio-sock-pci.c vp/qemu/
-RUN qemu=$(scripts/build-qemu) && install -D -m755 -s "$qemu" /out/prebuilt/qemu-system-aarch64 \
-    && rm -rf "$NVDLA_CACHE/qemu-src" "$NVDLA_CACHE/qemu-build" "$NVDLA_CACHE/apt/archives"/*.deb
+    && rm /tmp/rustup-init && rustc --version \
+    && rustup target list --installed | grep -qx aarch64-unknown-none-softfloat
 
 # The workspace (only what cargo and the build scripts read; the docker-* helpers and the
 # test scripts go straight to the runtime stage, so editing them rebuilds nothing here).

@@ -56,7 +56,7 @@ pub(crate) trait Field: Sized {
     /// The in-memory representation is the packed little-endian one: `size_of` is
     /// [`Field::LEN`], every bit pattern is a valid value, and (for structs) the fields
     /// sit at their packed offsets. Such fields are decoded by one copy
-    /// ([`crate::codec::copy_plain`]) instead of field by field.
+    /// (`zerocopy::transmute!`) instead of field by field.
     const PLAIN: bool = false;
     /// Read the field at the reader's position.
     fn read(r: &mut ByteReader<'_>) -> Self;
@@ -122,6 +122,7 @@ macro_rules! descriptor {
     ) => {
         $(#[$meta])*
         #[repr(C)]
+        #[derive(zerocopy::FromBytes, zerocopy::KnownLayout, zerocopy::Immutable)]
         pub struct $name {
             $( $(#[$fmeta])* pub $field: $ty, )*
         }
@@ -167,11 +168,20 @@ macro_rules! descriptor {
                 bytes: &[u8],
             ) -> Result<Self, $crate::codec::DecodeError> {
                 match bytes.get(..$size) {
-                    // SAFETY: `PLAIN_FIELDS` (see `copy_plain`).
-                    #[allow(unsafe_code)]
-                    Some(window) if Self::PLAIN_FIELDS => Ok(unsafe {
-                        $crate::codec::copy_plain::<Self>(&window[..Self::FIELD_BYTES])
-                    }),
+                    // The packed layout is the in-memory one: one copy (any bytes
+                    // are a valid value; those past the fields land in padding).
+                    Some(window) if Self::PLAIN_FIELDS => {
+                        // `PLAIN_FIELDS`: the first `FIELD_BYTES` bytes of the value are
+                        // the packed layout and the rest is padding, so any bytes make a
+                        // valid value. `#[repr(C)]` may round the struct up past the C
+                        // size (a `u64` field aligns it to 8); that tail is zeroed.
+                        // (`n` is `FIELD_BYTES` here; the `min` keeps the branch
+                        // well-formed for the descriptors that never take it.)
+                        let n = Self::FIELD_BYTES.min(core::mem::size_of::<Self>());
+                        let mut raw = [0u8; core::mem::size_of::<Self>()];
+                        raw[..n].copy_from_slice(&window[..n]);
+                        Ok(zerocopy::transmute!(raw))
+                    }
                     Some(window) => {
                         let mut r = $crate::codec::ByteReader::new(window);
                         Ok(<Self as $crate::codec::Descriptor>::decode(&mut r))
@@ -2186,21 +2196,25 @@ mod tests {
     }
 
     /// The descriptors the firmware reads decode by one copy on little-endian targets
-    /// (their code size depends on it).
-    #[test]
+    /// (its code size depends on it).
     #[cfg(target_endian = "little")]
-    fn firmware_descriptors_decode_by_copy() {
-        assert!(NetworkDesc::PLAIN_FIELDS);
-        assert!(CommonOpDesc::PLAIN_FIELDS);
-        assert!(RoiDesc::PLAIN_FIELDS);
-        assert!(BdmaSurfaceDesc::PLAIN_FIELDS);
-        assert!(ConvOpDesc::PLAIN_FIELDS && ConvSurfaceDesc::PLAIN_FIELDS);
-        assert!(SdpOpDesc::PLAIN_FIELDS && SdpSurfaceDesc::PLAIN_FIELDS);
-        assert!(PdpOpDesc::PLAIN_FIELDS && PdpSurfaceDesc::PLAIN_FIELDS);
-        assert!(CdpOpDesc::PLAIN_FIELDS && CdpSurfaceDesc::PLAIN_FIELDS);
-        assert!(RubikOpDesc::PLAIN_FIELDS && RubikSurfaceDesc::PLAIN_FIELDS);
-        assert!(LutParam::PLAIN_FIELDS);
-    }
+    const _: () = assert!(
+        NetworkDesc::PLAIN_FIELDS
+            && CommonOpDesc::PLAIN_FIELDS
+            && RoiDesc::PLAIN_FIELDS
+            && BdmaSurfaceDesc::PLAIN_FIELDS
+            && ConvOpDesc::PLAIN_FIELDS
+            && ConvSurfaceDesc::PLAIN_FIELDS
+            && SdpOpDesc::PLAIN_FIELDS
+            && SdpSurfaceDesc::PLAIN_FIELDS
+            && PdpOpDesc::PLAIN_FIELDS
+            && PdpSurfaceDesc::PLAIN_FIELDS
+            && CdpOpDesc::PLAIN_FIELDS
+            && CdpSurfaceDesc::PLAIN_FIELDS
+            && RubikOpDesc::PLAIN_FIELDS
+            && RubikSurfaceDesc::PLAIN_FIELDS
+            && LutParam::PLAIN_FIELDS
+    );
 
     // Expected sizes were measured with g++ (x86-64) on the upstream header:
     // sizeof(struct dla_*) printed by a test program.

@@ -130,7 +130,17 @@ descriptor! {
 
 /// `struct emu_common_op_desc` (12 bytes, not packed): the header every
 /// operation descriptor starts with.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Default,
+    zerocopy::FromBytes,
+    zerocopy::KnownLayout,
+    zerocopy::Immutable,
+)]
+#[repr(C)]
 pub struct CommonOpDesc {
     /// [`OpType`] of the operation.
     pub op_type: u8,

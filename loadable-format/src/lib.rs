@@ -11,9 +11,7 @@
 //! Everything here is `no_std`; reading needs no heap. The builder needs the
 //! `alloc` feature.
 #![cfg_attr(not(feature = "std"), no_std)]
-// One audited exception: `codec::copy_plain`, decoding a descriptor whose layout is
-// checked at compile time to be its packed one by a single copy.
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 #[cfg(feature = "alloc")]
