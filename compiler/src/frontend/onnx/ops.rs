@@ -391,37 +391,22 @@ fn conv(b: &mut Builder, cx: &NodeCx<'_>) -> Result<Vec<Value>> {
         pad[i] = pb + pb0;
         pad[i + 2] = pe + pe0;
     }
-    let pair = |v: &[usize], d: usize| if sp == 2 { [v[0], v[1]] } else { [v[0], d] };
-    let window = Window {
-        kernel: pair(&kernel, 1),
-        stride: pair(&strides, 1),
-        pad,
-        dilation: pair(&dil, 1),
-    };
-    let weight = Weights::new(
-        vec![m, c / group, window.kernel[0], window.kernel[1]],
-        w.to_f32(),
-    )
-    .ok_or_else(|| cx.err("weight has the wrong number of values"))?;
-    let bias = bias.map(|bv| vector(cx, &bv, m, "bias")).transpose()?;
-    let mut out_dims = vec![dims[0], m];
-    out_dims.extend(&out_sp);
-    let shape = ir_shape(&out_dims).map_err(|e| cx.err(e))?;
-    let t = b.emit(
+    let layout = [m, c / group];
+    emit_conv_node(
+        b,
         cx,
-        None,
-        Op::Conv(Conv {
-            window,
-            groups: group,
-            out_channels: m,
-            weight,
-            bias,
-        }),
-        vec![x],
-        cx.out(0).into(),
-        shape,
-    );
-    Ok(vec![Value::Act(Act { t, dims: out_dims })])
+        x,
+        &dims,
+        (sp, &kernel, &strides, &dil),
+        pad,
+        &out_sp,
+        layout,
+        &w,
+        bias,
+        m,
+        group,
+        Op::Conv,
+    )
 }
 
 /// A constant of exactly `n` values (any shape) as a vector.
@@ -534,26 +519,64 @@ fn conv_transpose(b: &mut Builder, cx: &NodeCx<'_>) -> Result<Vec<Value>> {
         // recorded output size covers output_padding beyond it.
         pad[i + 2] = (end - opad[i] as i64).max(0) as usize;
     }
+    let layout = [c, m / group];
+    emit_conv_node(
+        b,
+        cx,
+        x,
+        &dims,
+        (sp, &kernel, &strides, &dil),
+        pad,
+        &out_sp,
+        layout,
+        &w,
+        bias,
+        m,
+        group,
+        Op::Deconv,
+    )
+}
+
+/// What Conv and ConvTranspose share once their geometry is known: the IR window from
+/// ONNX's 1-D or 2-D attributes (`axes`: spatial axes, kernel, strides, dilations), the
+/// weights laid out as `[layout[0], layout[1], kh, kw]`, the bias, and the node emitted
+/// as `op` of the resulting [`Conv`].
+#[allow(clippy::too_many_arguments)]
+fn emit_conv_node(
+    b: &mut Builder,
+    cx: &NodeCx<'_>,
+    x: TensorId,
+    dims: &[usize],
+    (sp, kernel, strides, dil): (usize, &[usize], &[usize], &[usize]),
+    pad: [usize; 4],
+    out_sp: &[usize],
+    layout: [usize; 2],
+    w: &Const,
+    bias: Option<Rc<Const>>,
+    m: usize,
+    group: usize,
+    op: fn(Conv) -> Op,
+) -> Result<Vec<Value>> {
     let pair = |v: &[usize], d: usize| if sp == 2 { [v[0], v[1]] } else { [v[0], d] };
     let window = Window {
-        kernel: pair(&kernel, 1),
-        stride: pair(&strides, 1),
+        kernel: pair(kernel, 1),
+        stride: pair(strides, 1),
         pad,
-        dilation: pair(&dil, 1),
+        dilation: pair(dil, 1),
     };
     let weight = Weights::new(
-        vec![c, m / group, window.kernel[0], window.kernel[1]],
+        vec![layout[0], layout[1], window.kernel[0], window.kernel[1]],
         w.to_f32(),
     )
     .ok_or_else(|| cx.err("weight has the wrong number of values"))?;
     let bias = bias.map(|bv| vector(cx, &bv, m, "bias")).transpose()?;
     let mut out_dims = vec![dims[0], m];
-    out_dims.extend(&out_sp);
+    out_dims.extend(out_sp);
     let shape = ir_shape(&out_dims).map_err(|e| cx.err(e))?;
     let t = b.emit(
         cx,
         None,
-        Op::Deconv(Conv {
+        op(Conv {
             window,
             groups: group,
             out_channels: m,
