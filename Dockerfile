@@ -30,7 +30,7 @@ RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends \
 # source changes elsewhere and toolchain changes keep this (the longest) layer cached.
 WORKDIR /src
 COPY scripts/debian-apt scripts/build-qemu scripts/
-COPY vp/qemu/mmio-sock-pci.c vp/qemu/
+COPY vp/qemu/mmio-sock-pci.c vp/qemu/mmio-sock.c vp/qemu/mmio-sock.h vp/qemu/virt-mmio-sock.patch vp/qemu/
 RUN qemu=$(scripts/build-qemu) && install -D -m755 -s "$qemu" /out/prebuilt/qemu-system-aarch64 \
     && rm -rf "$NVDLA_CACHE/qemu-src" "$NVDLA_CACHE/qemu-build" "$NVDLA_CACHE/apt/archives"/*.deb
 

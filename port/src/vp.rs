@@ -138,6 +138,36 @@ impl FromStr for VpConfig {
     }
 }
 
+/// One hardware-visible event of a recorded run ([`VpDevice::start_recording`]): what a
+/// register-level testbench needs to replay it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Recorded {
+    /// The host made `bytes` at device address `addr` visible to the engines (buffer
+    /// contents that differ from what the model's memory held, written before a task).
+    Load {
+        /// Device address of the first byte.
+        addr: u64,
+        /// The bytes.
+        bytes: Vec<u8>,
+    },
+    /// A CSB register write (byte offset).
+    RegWrite {
+        /// Byte offset of the register.
+        offset: u32,
+        /// Value written.
+        value: u32,
+    },
+    /// A CSB register read and the value it returned.
+    RegRead {
+        /// Byte offset of the register.
+        offset: u32,
+        /// Value read.
+        value: u32,
+    },
+    /// The driver waited for the NVDLA interrupt, and it came.
+    Interrupt,
+}
+
 /// [`KmdOs`] over the hardware model: registers are its CSB, device memory its DRAM.
 pub struct VpOs {
     vp: Vp,
@@ -145,6 +175,8 @@ pub struct VpOs {
     clock: Instant,
     /// Why the last wait found no interrupt coming (for the error message).
     hang: Option<String>,
+    /// The events of a recorded run, while recording.
+    record: Option<Vec<Recorded>>,
 }
 
 impl VpOs {
@@ -155,6 +187,13 @@ impl VpOs {
             config,
             clock: Instant::now(),
             hang: None,
+            record: None,
+        }
+    }
+
+    fn note(&mut self, event: Recorded) {
+        if let Some(r) = &mut self.record {
+            r.push(event);
         }
     }
 
@@ -183,7 +222,9 @@ impl KmdOs for VpOs {
         if !offset.is_multiple_of(4) {
             return Err(HwError::UnalignedRegister { offset });
         }
-        Ok(self.vp.csb_read(offset))
+        let value = self.vp.csb_read(offset);
+        self.note(Recorded::RegRead { offset, value });
+        Ok(value)
     }
 
     fn reg_write(&mut self, offset: u32, value: u32) -> Result<(), HwError> {
@@ -191,6 +232,7 @@ impl KmdOs for VpOs {
             return Err(HwError::UnalignedRegister { offset });
         }
         self.vp.csb_write(offset, value);
+        self.note(Recorded::RegWrite { offset, value });
         Ok(())
     }
 
@@ -218,6 +260,7 @@ impl KmdOs for VpOs {
         // ready; if it is still low, nothing enabled can ever complete.
         if self.vp.irq_pending() {
             self.hang = None;
+            self.note(Recorded::Interrupt);
             return Wait::Interrupt;
         }
         let stuck = self.vp.pending_blocks();
@@ -286,6 +329,51 @@ impl VpDevice {
         }
     }
 
+    /// A device whose buffers get device addresses in `[base, base + size)` (page aligned),
+    /// first fit in creation order: a fixed memory map, as a bare-metal image needs.
+    pub fn with_window(config: VpConfig, base: u64, size: u64) -> Result<Self, DeviceError> {
+        let bo = BoConfig {
+            iova_base: base,
+            iova_size: size,
+            max_bo_size: size,
+            ..BoConfig::default()
+        };
+        let kmd = Kmd::new(VpOs::new(config), config.firmware(), bo)
+            .map_err(|e| DeviceError::from_kmd(Operation::CreateBuffer, e))?;
+        Ok(Self {
+            kmd,
+            buffers: BTreeMap::new(),
+        })
+    }
+
+    /// The device address and size of buffer `handle`.
+    pub fn buffer_region(&self, handle: BufferHandle) -> Option<(u64, u64)> {
+        let bo = self.kmd.bo(CLIENT, handle.get()).ok()?;
+        Some((bo.iova.0, bo.size))
+    }
+
+    /// Reads the model's DRAM at device address `addr` (what the engines see, which differs
+    /// from a buffer's host copy between a CPU write and the next submit).
+    pub fn read_device_memory(&self, addr: u64, buf: &mut [u8]) -> Result<(), DeviceError> {
+        self.kmd
+            .os()
+            .vp()
+            .mem
+            .read(RamType::Dram, addr, buf)
+            .map_err(|_| DeviceError::new(Operation::MapBuffer, nvdla_kmd::Error::Fault))
+    }
+
+    /// Starts recording every register access, interrupt and memory load (see
+    /// [`Recorded`]); the model's memory is compared with the buffers from now on.
+    pub fn start_recording(&mut self) {
+        self.kmd.os_mut().record = Some(Vec::new());
+    }
+
+    /// Stops recording and returns what was recorded.
+    pub fn take_recording(&mut self) -> Vec<Recorded> {
+        self.kmd.os_mut().record.take().unwrap_or_default()
+    }
+
     /// The driver (e.g. to inspect its buffers or the model).
     pub fn kmd(&self) -> &Kmd<VpOs> {
         &self.kmd
@@ -307,7 +395,21 @@ impl VpDevice {
             let Some(host) = self.buffers.get_mut(&h) else {
                 continue;
             };
-            let mem = &mut self.kmd.os_mut().vp_mut().mem;
+            let os = self.kmd.os_mut();
+            if to_device && os.record.is_some() {
+                let mut held = vec![0u8; host.len()];
+                os.vp
+                    .mem
+                    .read(RamType::Dram, bo.iova.0, &mut held)
+                    .map_err(io)?;
+                for (start, end) in changed_ranges(&held, host) {
+                    os.note(Recorded::Load {
+                        addr: bo.iova.0 + start as u64,
+                        bytes: host[start..end].to_vec(),
+                    });
+                }
+            }
+            let mem = &mut os.vp.mem;
             if to_device {
                 mem.write(RamType::Dram, bo.iova.0, host).map_err(io)?;
             } else {
@@ -316,6 +418,20 @@ impl VpDevice {
         }
         Ok(())
     }
+}
+
+/// The byte ranges where `new` differs from `old` (same length), merged across gaps of
+/// fewer than 64 equal bytes.
+fn changed_ranges(old: &[u8], new: &[u8]) -> Vec<(usize, usize)> {
+    const GAP: usize = 64;
+    let mut out: Vec<(usize, usize)> = Vec::new();
+    for (i, _) in old.iter().zip(new).enumerate().filter(|(_, (a, b))| a != b) {
+        match out.last_mut() {
+            Some((_, end)) if i < *end + GAP => *end = i + 1,
+            _ => out.push((i, i + 1)),
+        }
+    }
+    out
 }
 
 impl Device for VpDevice {
@@ -418,6 +534,17 @@ impl Device for VpDevice {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn changed_ranges_merge_small_gaps() {
+        let old = vec![0u8; 300];
+        let mut new = old.clone();
+        new[3] = 1;
+        new[10] = 1;
+        new[200] = 2;
+        assert_eq!(changed_ranges(&old, &new), vec![(3, 11), (200, 201)]);
+        assert!(changed_ranges(&old, &old).is_empty());
+    }
 
     #[test]
     fn every_published_build_is_a_config() {

@@ -95,6 +95,24 @@ pub struct Args {
     /// TCP port of server mode.
     #[arg(long, default_value_t = 6666)]
     pub port: u16,
+    /// Also write the run as a bare-metal image to DIR: image.bin (buffers at fixed
+    /// physical addresses from --base), nvdla-image.ld (linker fragment), input.txn (the
+    /// register-level trace) and expected/output-<i>.bin. Runs on the in-process model.
+    #[arg(long, value_name = "DIR", conflicts_with = "server")]
+    pub export_baremetal: Option<PathBuf>,
+    /// Physical address of the bare-metal image (page aligned; default 0x48000000, in the
+    /// RAM of QEMU's aarch64 virt board).
+    #[arg(long, value_name = "ADDR", value_parser = parse_address, requires = "export_baremetal")]
+    pub base: Option<u64>,
+}
+
+fn parse_address(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let v = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(h) => u64::from_str_radix(&h.replace('_', ""), 16),
+        None => t.replace('_', "").parse(),
+    };
+    v.map_err(|_| format!("'{s}' is not an address"))
 }
 
 fn parse_numbering(s: &str) -> Result<Numbering, String> {
@@ -319,6 +337,19 @@ fn infer_loaded(
     run_opts: &RunOptions,
     log: &mut dyn Write,
 ) -> Result<Outcome, AppError> {
+    bind_inputs(rt, dev, image, io, image_opts, log)?;
+    run_loaded(rt, dev, image_opts, run_opts, log)
+}
+
+/// Checks the output scales and feeds `image` or the `--input` arrays into the inputs.
+pub(crate) fn bind_inputs(
+    rt: &mut Runtime<'_>,
+    dev: &mut dyn Device,
+    image: Option<&Path>,
+    io: &TensorIo,
+    image_opts: &ImageOptions,
+    log: &mut dyn Write,
+) -> Result<(), AppError> {
     let inputs = rt.tensor_count(Direction::Input);
     let outputs = rt.tensor_count(Direction::Output);
     if outputs > 0 {
@@ -348,6 +379,17 @@ fn infer_loaded(
         }
         None => {}
     }
+    Ok(())
+}
+
+/// Runs the loaded network and reads every output back.
+pub(crate) fn run_loaded(
+    rt: &mut Runtime<'_>,
+    dev: &mut dyn Device,
+    image_opts: &ImageOptions,
+    run_opts: &RunOptions,
+    log: &mut dyn Write,
+) -> Result<Outcome, AppError> {
     let outputs = rt.tensor_count(Direction::Output);
     if outputs == 0 {
         return Err(AppError(
@@ -524,17 +566,21 @@ fn run_args(
             loadable_path.display()
         )));
     }
-    let mut dev = opener(&args.device, args.config).map_err(|e| AppError(e.to_string()))?;
     let _ = writeln!(out, "submitting tasks...");
-    let outcome = infer_with(
-        dev.as_mut(),
-        &bytes,
-        args.image.as_deref(),
-        &io,
-        &args.image_options(),
-        &args.run_options(),
-        err,
-    )
+    let outcome = if let Some(dir) = &args.export_baremetal {
+        export_run(args, loadable_path, dir, &bytes, &io, out, err)
+    } else {
+        let mut dev = opener(&args.device, args.config).map_err(|e| AppError(e.to_string()))?;
+        infer_with(
+            dev.as_mut(),
+            &bytes,
+            args.image.as_deref(),
+            &io,
+            &args.image_options(),
+            &args.run_options(),
+            err,
+        )
+    }
     .map_err(|e| {
         let mut line = format!("{}: {e}", loadable_path.display());
         // A loadable compiled for another build programs geometry the model refuses
@@ -568,6 +614,71 @@ fn run_args(
     }
     let _ = writeln!(out, "Test pass");
     Ok(())
+}
+
+/// `--export-baremetal DIR`: the run on the in-process model at fixed addresses, written
+/// as a bare-metal image.
+#[cfg(feature = "vp")]
+fn export_run(
+    args: &Args,
+    loadable_path: &Path,
+    dir: &Path,
+    bytes: &[u8],
+    io: &TensorIo,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<Outcome, AppError> {
+    if args.device != DeviceKind::Vp {
+        return Err(AppError(format!(
+            "--export-baremetal runs on the in-process model (--device vp), not {}",
+            args.device
+        )));
+    }
+    let opts = crate::export::ExportOptions {
+        base: args.base.unwrap_or(crate::export::DEFAULT_BASE),
+        config: args.config.into(),
+        dir: dir.to_path_buf(),
+        name: loadable_path
+            .file_name()
+            .map_or_else(|| "loadable".into(), |n| n.to_string_lossy().into_owned()),
+    };
+    let e = crate::export::export(
+        bytes,
+        args.image.as_deref(),
+        io,
+        &args.image_options(),
+        &args.run_options(),
+        &opts,
+        err,
+    )?;
+    let _ = writeln!(
+        out,
+        "bare-metal image: {} bytes at {:#x}, {} task(s), {} trace commands, written to {}",
+        e.image_len,
+        opts.base,
+        e.tasks,
+        e.trace_commands,
+        dir.display()
+    );
+    Ok(e.outcome)
+}
+
+/// Without the in-process model there is nothing to export from.
+#[cfg(not(feature = "vp"))]
+fn export_run(
+    _args: &Args,
+    _loadable_path: &Path,
+    _dir: &Path,
+    _bytes: &[u8],
+    _io: &TensorIo,
+    _out: &mut dyn Write,
+    _err: &mut dyn Write,
+) -> Result<Outcome, AppError> {
+    Err(AppError(
+        "--export-baremetal needs the in-process model: this nvdla-runtime was built without \
+         the `vp` feature"
+            .into(),
+    ))
 }
 
 /// Writes every output as a float32 `.npy`: output 0 to `base`, output i to `base` with `_<i>`

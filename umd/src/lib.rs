@@ -18,6 +18,8 @@
 //! - [`device`]: choosing a backend ([`device::open_device`], the seam where backends are
 //!   wired in) and a host-memory [`device::MockDevice`].
 //! - [`app`], [`server`]: the `nvdla-runtime` command and its server mode.
+//! - `export` (feature `vp`): `--export-baremetal`, a loadable and its input as a bare-metal
+//!   image at fixed addresses, with a linker fragment and a register-level trace.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -27,6 +29,8 @@ pub mod device;
 pub mod dimg;
 pub mod emu;
 pub mod error;
+#[cfg(feature = "vp")]
+pub mod export;
 pub mod fp16;
 pub mod image;
 pub mod npy;

@@ -955,24 +955,87 @@ impl<'l> Runtime<'l> {
             slots.push(EmuSlot { addr, content });
         }
         let mut mem = DeviceSlots { dev, slots };
-        let decoded = emu::decode_task(&mut mem).map_err(|source| Error::Emu {
+        let summary = emu::run_task(&mut mem).map_err(|e| Error::Emu {
             task: ti,
-            op: None,
-            source,
+            op: e.op,
+            source: e.error,
         })?;
         log::debug!(
             "task {ti}: EMU1 {:?} layout, {} operation(s)",
-            decoded.layout,
-            decoded.ops.len()
+            summary.layout,
+            summary.num_operations()
         );
-        if decoded.layout == Layout::Legacy {
+        if summary.layout == Layout::Legacy {
             log::debug!("task {ti}: legacy (pre-INT8) EMU descriptors");
         }
-        emu::execute_task(&decoded, &mut mem).map_err(|(op, source)| Error::Emu {
+        Ok(())
+    }
+
+    /// Task ids in the order [`run`](Self::run) executes them (every submit's tasks).
+    pub fn run_order(&self) -> Vec<usize> {
+        self.loadable
+            .submits()
+            .iter()
+            .flat_map(|s| s.task_ids().iter().map(usize::from).collect::<Vec<_>>())
+            .collect()
+    }
+
+    /// Task `ti`'s executor and address list as the device sees it: per slot, the buffer
+    /// and offset (none for an EMU slot without CPU-visible memory, as [`run`](Self::run)
+    /// hands the emulator) and the length of the loadable's content placed there. For
+    /// exporters that lay the run out elsewhere (`--export-baremetal`).
+    pub fn task_slots(&self, ti: usize) -> Result<(Interface, Vec<TaskSlot>)> {
+        let task = self.loadable.tasks().get(ti).ok_or(Error::Address {
             task: ti,
-            op: Some(op),
-            source,
-        })
+            slot: 0,
+            what: "no such task".into(),
+        })?;
+        let interface = task.interface();
+        let what = if interface == Interface::EMU1 {
+            "EMU1"
+        } else {
+            "DLA1"
+        };
+        let translated = self.translate(ti, what)?;
+        Ok((
+            interface,
+            translated
+                .into_iter()
+                .enumerate()
+                .map(|(slot, (mi, addr))| TaskSlot {
+                    buffer: addr.filter(|_| {
+                        interface != Interface::EMU1 || self.mem[mi].domain != MemoryDomain::SRAM
+                    }),
+                    content_len: task
+                        .address_list()
+                        .get(slot)
+                        .and_then(|aid| self.loadable.blob_at_address(aid))
+                        .map(|b| b.data().len()),
+                })
+                .collect(),
+        ))
+    }
+
+    /// Every buffer the runtime created or was given, by memory id.
+    pub fn buffers(&self) -> Vec<BufferHandle> {
+        self.mem.iter().filter_map(|m| m.handle).collect()
+    }
+
+    /// Where bindable tensor `bind_id` lives: its buffer and byte offset, and its size.
+    pub fn tensor_location(&self, dir: Direction, bind_id: usize) -> Result<(BufferAddress, u64)> {
+        let mi = self.bound_mem(dir, bind_id)?;
+        let t = self.tensor_of(mi)?;
+        let handle = self.mem[mi].handle.ok_or(Error::Binding {
+            mem: mi,
+            what: format!("{dir} memory is not allocated"),
+        })?;
+        Ok((
+            BufferAddress {
+                handle,
+                offset: t.offset,
+            },
+            t.size,
+        ))
     }
 
     /// Destroys every buffer the runtime created.
@@ -986,6 +1049,15 @@ impl<'l> Runtime<'l> {
             m.handle = None;
         }
     }
+}
+
+/// One address-list slot of a task as the device sees it ([`Runtime::task_slots`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskSlot {
+    /// The buffer and offset; `None` for an EMU slot with no CPU-visible memory.
+    pub buffer: Option<BufferAddress>,
+    /// Bytes of the loadable's content at this slot, if it places any.
+    pub content_len: Option<usize>,
 }
 
 struct EmuSlot {

@@ -11,6 +11,7 @@
  * BAR1 is a 4 KiB control page handled here: identification, connection state, and a reset
  * request that is forwarded to the process (so a guest driver can reset the device model).
  *
+ * The socket side is shared with the platform device `mmio-sock` (mmio-sock.c, mmio-sock.h).
  * The wire protocol is documented in docs/kernel-module.md of the nvdla-rs repository
  * ("The bridge protocol"). Written for that project; licensed as QEMU (GPL-2.0-or-later).
  *
@@ -19,35 +20,19 @@
 
 #include "qemu/osdep.h"
 #include "qemu/module.h"
-#include "qemu/sockets.h"
-#include "qemu/main-loop.h"
 #include "qemu/error-report.h"
 #include "qapi/error.h"
 #include "hw/pci/pci.h"
 #include "hw/pci/msi.h"
 #include "hw/qdev-properties.h"
 #include "qom/object.h"
+#include "mmio-sock.h"
 
 #define TYPE_MMIO_SOCK_PCI "mmio-sock-pci"
 OBJECT_DECLARE_SIMPLE_TYPE(MmioSockState, MMIO_SOCK_PCI)
 
-#define MSP_PROTOCOL_VERSION 1
 #define MSP_CTRL_SIZE 0x1000
 #define MSP_CTRL_MAGIC 0x4b434f53u /* "SOCK" */
-
-/* Message kinds, device -> process. */
-enum {
-    MSP_HELLO = 0x01,
-    MSP_READ = 0x02,
-    MSP_WRITE = 0x03,
-    MSP_RESET = 0x04,
-};
-/* Message kinds, process -> device. */
-enum {
-    MSP_READ_REPLY = 0x81,
-    MSP_RESET_DONE = 0x84,
-    MSP_IRQ = 0x85,
-};
 
 /* Control BAR (BAR1) registers. */
 enum {
@@ -58,84 +43,22 @@ enum {
     MSP_CTRL_BAR0_SIZE = 0x10, /* RO: low 32 bits of the BAR0 size */
 };
 
-/* One message: 24 bytes, little-endian. */
-typedef struct QEMU_PACKED MspMsg {
-    uint32_t kind;
-    uint32_t len;   /* access size in bytes (1, 2, 4, 8); IRQ: level */
-    uint64_t addr;  /* BAR offset; IRQ: vector */
-    uint64_t value; /* written or read value; HELLO: BAR0 size */
-} MspMsg;
-
 struct MmioSockState {
     PCIDevice parent_obj;
 
     MemoryRegion bar0;
     MemoryRegion ctrl;
-    int fd;
+    MspConn conn;
 
-    char *socket_path;
     uint64_t bar0_size;
     uint16_t vendor_id;
     uint16_t device_id;
     uint32_t msi_vectors;
 };
 
-static void msp_disconnect(MmioSockState *s, const char *why)
+static void msp_irq(void *opaque, uint64_t vector, uint32_t level)
 {
-    if (s->fd < 0) {
-        return;
-    }
-    error_report("mmio-sock-pci: %s: %s; BAR0 now reads as all ones", s->socket_path, why);
-    qemu_set_fd_handler(s->fd, NULL, NULL, NULL);
-    close(s->fd);
-    s->fd = -1;
-}
-
-static bool msp_send(MmioSockState *s, uint32_t kind, uint32_t len, uint64_t addr,
-                     uint64_t value)
-{
-    MspMsg m = {
-        .kind = cpu_to_le32(kind),
-        .len = cpu_to_le32(len),
-        .addr = cpu_to_le64(addr),
-        .value = cpu_to_le64(value),
-    };
-
-    if (s->fd < 0) {
-        return false;
-    }
-    if (qemu_write_full(s->fd, &m, sizeof(m)) != sizeof(m)) {
-        msp_disconnect(s, "write failed");
-        return false;
-    }
-    return true;
-}
-
-static bool msp_recv(MmioSockState *s, MspMsg *m)
-{
-    size_t got = 0;
-
-    while (got < sizeof(*m)) {
-        ssize_t n = read(s->fd, (uint8_t *)m + got, sizeof(*m) - got);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            msp_disconnect(s, n == 0 ? "peer closed the socket" : "read failed");
-            return false;
-        }
-        got += n;
-    }
-    m->kind = le32_to_cpu(m->kind);
-    m->len = le32_to_cpu(m->len);
-    m->addr = le64_to_cpu(m->addr);
-    m->value = le64_to_cpu(m->value);
-    return true;
-}
-
-static void msp_irq(MmioSockState *s, uint64_t vector, uint32_t level)
-{
-    PCIDevice *pdev = PCI_DEVICE(s);
+    PCIDevice *pdev = PCI_DEVICE(opaque);
 
     if (msi_enabled(pdev)) {
         if (level && vector < msi_nr_vectors_allocated(pdev)) {
@@ -143,88 +66,6 @@ static void msp_irq(MmioSockState *s, uint64_t vector, uint32_t level)
         }
     } else {
         pci_set_irq(pdev, level != 0);
-    }
-}
-
-/*
- * Waits for a reply of kind `want`, handling interrupt messages that arrive first (the
- * process may raise an interrupt just before answering).
- */
-static bool msp_wait_reply(MmioSockState *s, uint32_t want, MspMsg *m)
-{
-    while (msp_recv(s, m)) {
-        if (m->kind == want) {
-            return true;
-        }
-        if (m->kind == MSP_IRQ) {
-            msp_irq(s, m->addr, m->len);
-            continue;
-        }
-        msp_disconnect(s, "unexpected message");
-    }
-    return false;
-}
-
-/*
- * Called from the main loop when the socket is readable: the process sent something
- * unprompted. The vCPU thread may have consumed the data in the meantime (it reads replies
- * synchronously, holding the BQL that this handler waits for), so only read a message that is
- * entirely there; blocking here would hang the whole machine.
- */
-static void msp_fd_read(void *opaque)
-{
-    MmioSockState *s = opaque;
-    MspMsg m;
-    ssize_t n;
-
-    n = recv(s->fd, &m, sizeof(m), MSG_PEEK | MSG_DONTWAIT);
-    if (n == 0) {
-        msp_disconnect(s, "peer closed the socket");
-        return;
-    }
-    if (n < (ssize_t)sizeof(m)) {
-        return; /* nothing, or a partial message: wait for the rest */
-    }
-    if (!msp_recv(s, &m)) {
-        return;
-    }
-    if (m.kind == MSP_IRQ) {
-        msp_irq(s, m.addr, m.len);
-    } else {
-        msp_disconnect(s, "unexpected unprompted message");
-    }
-}
-
-static uint64_t msp_bar0_read(void *opaque, hwaddr addr, unsigned size)
-{
-    MmioSockState *s = opaque;
-    MspMsg m;
-
-    if (!msp_send(s, MSP_READ, size, addr, 0) || !msp_wait_reply(s, MSP_READ_REPLY, &m)) {
-        return ~0ULL;
-    }
-    return m.value;
-}
-
-static void msp_bar0_write(void *opaque, hwaddr addr, uint64_t val, unsigned size)
-{
-    msp_send(opaque, MSP_WRITE, size, addr, val);
-}
-
-static const MemoryRegionOps msp_bar0_ops = {
-    .read = msp_bar0_read,
-    .write = msp_bar0_write,
-    .endianness = DEVICE_LITTLE_ENDIAN,
-    .valid = { .min_access_size = 1, .max_access_size = 8 },
-    .impl = { .min_access_size = 1, .max_access_size = 8 },
-};
-
-static void msp_reset_model(MmioSockState *s)
-{
-    MspMsg m;
-
-    if (msp_send(s, MSP_RESET, 0, 0, 0)) {
-        msp_wait_reply(s, MSP_RESET_DONE, &m);
     }
 }
 
@@ -238,7 +79,7 @@ static uint64_t msp_ctrl_read(void *opaque, hwaddr addr, unsigned size)
     case MSP_CTRL_VERSION:
         return MSP_PROTOCOL_VERSION;
     case MSP_CTRL_STATUS:
-        return s->fd >= 0;
+        return s->conn.fd >= 0;
     case MSP_CTRL_BAR0_SIZE:
         return (uint32_t)s->bar0_size;
     default:
@@ -251,7 +92,7 @@ static void msp_ctrl_write(void *opaque, hwaddr addr, uint64_t val, unsigned siz
     MmioSockState *s = opaque;
 
     if (addr == MSP_CTRL_RESET && (val & 1)) {
-        msp_reset_model(s);
+        msp_reset_model(&s->conn);
     }
 }
 
@@ -267,10 +108,6 @@ static void msp_realize(PCIDevice *pdev, Error **errp)
 {
     MmioSockState *s = MMIO_SOCK_PCI(pdev);
 
-    if (!s->socket_path) {
-        error_setg(errp, "mmio-sock-pci: the 'socket' property is required");
-        return;
-    }
     if (s->bar0_size < 0x1000 || !is_power_of_2(s->bar0_size)) {
         error_setg(errp, "mmio-sock-pci: bar0-size must be a power of two >= 4096");
         return;
@@ -280,21 +117,15 @@ static void msp_realize(PCIDevice *pdev, Error **errp)
         return;
     }
 
-    s->fd = unix_connect(s->socket_path, errp);
-    if (s->fd < 0) {
+    if (!msp_conn_open(&s->conn, s->bar0_size, errp)) {
         return;
     }
-    if (!msp_send(s, MSP_HELLO, 0, MSP_PROTOCOL_VERSION, s->bar0_size)) {
-        error_setg(errp, "mmio-sock-pci: cannot greet the process at %s", s->socket_path);
-        return;
-    }
-    qemu_set_fd_handler(s->fd, msp_fd_read, NULL, s);
 
     pci_config_set_vendor_id(pdev->config, s->vendor_id);
     pci_config_set_device_id(pdev->config, s->device_id);
     pci_config_set_interrupt_pin(pdev->config, 1);
 
-    memory_region_init_io(&s->bar0, OBJECT(s), &msp_bar0_ops, s, "mmio-sock-bar0",
+    memory_region_init_io(&s->bar0, OBJECT(s), &msp_window_ops, &s->conn, "mmio-sock-bar0",
                           s->bar0_size);
     pci_register_bar(pdev, 0, PCI_BASE_ADDRESS_SPACE_MEMORY, &s->bar0);
     memory_region_init_io(&s->ctrl, OBJECT(s), &msp_ctrl_ops, s, "mmio-sock-ctrl",
@@ -311,11 +142,7 @@ static void msp_exit(PCIDevice *pdev)
     MmioSockState *s = MMIO_SOCK_PCI(pdev);
 
     msi_uninit(pdev);
-    if (s->fd >= 0) {
-        qemu_set_fd_handler(s->fd, NULL, NULL, NULL);
-        close(s->fd);
-        s->fd = -1;
-    }
+    msp_conn_close(&s->conn);
 }
 
 static void msp_reset(DeviceState *dev)
@@ -323,16 +150,16 @@ static void msp_reset(DeviceState *dev)
     MmioSockState *s = MMIO_SOCK_PCI(dev);
 
     pci_set_irq(PCI_DEVICE(s), 0);
-    msp_reset_model(s);
+    msp_reset_model(&s->conn);
 }
 
 static void msp_instance_init(Object *obj)
 {
-    MMIO_SOCK_PCI(obj)->fd = -1;
+    msp_conn_init(&MMIO_SOCK_PCI(obj)->conn, TYPE_MMIO_SOCK_PCI, msp_irq, obj);
 }
 
 static Property msp_properties[] = {
-    DEFINE_PROP_STRING("socket", MmioSockState, socket_path),
+    DEFINE_PROP_STRING("socket", MmioSockState, conn.socket_path),
     DEFINE_PROP_UINT64("bar0-size", MmioSockState, bar0_size, 0x40000),
     /* 0x1234 is not an assigned vendor; QEMU's own test devices use it too. */
     DEFINE_PROP_UINT16("vendor-id", MmioSockState, vendor_id, 0x1234),
