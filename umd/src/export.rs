@@ -142,7 +142,7 @@ fn export_loaded(
         end = end.max(addr + size);
         placed.push((h, addr));
     }
-    let build = nvdla_hw::Build::from(opts.config) as u32;
+    let build = nvdla_port::Build::from(opts.config) as u32;
     let mut builder = ImageBuilder::new(opts.base, build);
     let features = opts.config.hw().features;
     if !(features.int16 && features.fp16) {

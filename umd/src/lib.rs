@@ -6,7 +6,8 @@
 //!
 //! - [`runtime`]: load (parse, validate, allocate, fill), bind, relocate, run the submit
 //!   list with its events, read outputs. Needs only a [`nvdla_port::device::Device`].
-//! - [`emu`]: the CPU executor of EMU1 tasks (power, softmax), bit-exact with upstream.
+//! - [`emu`]: the CPU executor of EMU1 tasks (power, softmax, log, CPU fallback), over
+//!   [`nvdla_emu`], the one copy of that arithmetic the bare-metal runner shares.
 //! - [`fp16`]: upstream's half-precision conversions (ties away from zero).
 //! - [`image`]: PGM/JPEG input and its conversion to the input tensor; output tensors as
 //!   `.dimg` images.

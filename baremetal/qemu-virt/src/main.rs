@@ -36,6 +36,14 @@ _start:
     b       1b
 2:  ldr     x0, =__stack_top
     mov     sp, x0
+    // Paint the stack, so that main can report how much of it the run used.
+    ldr     x1, =__stack_bottom
+    ldr     x2, =0x5354414b5354414b
+6:  cmp     x1, x0
+    b.hs    7f
+    str     x2, [x1], #8
+    b       6b
+7:
     // FP/SIMD at EL1 and EL0 (CPACR_EL1.FPEN = 0b11): the EMU computes in f32.
     mov     x0, #(3 << 20)
     msr     cpacr_el1, x0
@@ -55,6 +63,26 @@ _start:
 extern "C" {
     static NVDLA_IMAGE_BASE: u8;
     static NVDLA_IMAGE_SIZE: u8;
+    static __stack_bottom: u8;
+    static __stack_top: u8;
+}
+
+/// The paint the boot code fills the stack with.
+const STACK_PAINT: u64 = 0x5354_414b_5354_414b;
+
+/// Bytes of stack used so far: from the top down to the deepest word that lost its paint.
+fn stack_used() -> usize {
+    let (bottom, top) = (
+        core::ptr::addr_of!(__stack_bottom) as usize,
+        core::ptr::addr_of!(__stack_top) as usize,
+    );
+    let mut p = bottom;
+    // SAFETY: `bottom..top` is the stack region the linker script reserves, 8-byte
+    // aligned; words below the current stack pointer are read, never written.
+    while p < top && unsafe { core::ptr::read_volatile(p as *const u64) } == STACK_PAINT {
+        p += 8;
+    }
+    top - p
 }
 
 /// The PL011 console (transmit only).
@@ -225,7 +253,11 @@ extern "C" fn main() -> ! {
         let _ = writeln!(out, "nvdla-baremetal: FAIL: {e}");
         semihosting::exit(1);
     }
-    let _ = writeln!(out, "nvdla-baremetal: network done in {micros} us");
+    let _ = writeln!(
+        out,
+        "nvdla-baremetal: network done in {micros} us, stack used {} bytes",
+        stack_used()
+    );
     for i in 0..h.output_count {
         let saved = match runner.output(i) {
             Ok(t) => save_output(runner.memory(), i, t.addr, t.size),
