@@ -56,6 +56,8 @@ COPY Cargo.toml Cargo.lock ./
 COPY hw hw
 COPY compiler compiler
 COPY loadable-format loadable-format
+COPY emu emu
+COPY baremetal baremetal
 COPY firmware firmware
 COPY kmd kmd
 COPY port port
