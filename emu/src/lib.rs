@@ -927,37 +927,18 @@ fn log(
     s: Source<'_>,
     d: &mut [u8],
 ) -> Result<(), EmuError> {
-    let unsupported = || EmuError::UnsupportedFormat {
-        op: "log",
-        format: src.format,
-    };
-    let format = src.format().map_err(|_| unsupported())?;
-    if !matches!(
-        format,
-        BufferFormat::Fp16 | BufferFormat::Int8 | BufferFormat::Int8Atom8
-    ) {
-        return Err(unsupported());
-    }
-    for c in 0..u32::from(src.channel) {
-        for h in 0..u32::from(src.height) {
-            for w in 0..u32::from(src.width) {
-                let so = element_offset(src, w, h, c)?;
-                let dof = element_offset(dst, w, h, c)?;
-                if format == BufferFormat::Fp16 {
-                    let e = element(s, so, 2, "source")?;
-                    let x = f16_to_f32(u16::from_le_bytes([e[0], e[1]]));
-                    let y = f32_to_f16(libm::logf(x));
-                    element_mut(d, dof, 2, "destination")?.copy_from_slice(&y.to_le_bytes());
-                } else {
-                    let e = element(s, so, 1, "source")?;
-                    let x = f32::from(e[0] as i8) * common.input_scale_factor;
-                    let y = libm::logf(x) / common.output_scale_factor;
-                    element_mut(d, dof, 1, "destination")?[0] = round_saturate_i8(y) as u8;
-                }
-            }
-        }
-    }
-    Ok(())
+    map_elements(
+        "log",
+        src,
+        dst,
+        s,
+        d,
+        |x| f32_to_f16(libm::logf(x)),
+        |q| {
+            let x = f32::from(q) * common.input_scale_factor;
+            round_saturate_i8(libm::logf(x) / common.output_scale_factor)
+        },
+    )
 }
 
 /// A CPU fallback function of every element of the source cube (addressed like power):
@@ -970,32 +951,54 @@ fn unary(
     s: Source<'_>,
     d: &mut [u8],
 ) -> Result<(), EmuError> {
+    let apply = |x: f32| f.func.apply(x, f.alpha, f.beta);
+    map_elements(
+        "cpu fallback",
+        src,
+        dst,
+        s,
+        d,
+        |x| f32_to_f16_even(apply(x)),
+        |q| {
+            let x = f32::from(q) * f.common.input_scale_factor;
+            round_saturate_i8(apply(x) / f.common.output_scale_factor)
+        },
+    )
+}
+
+/// Every element of the source cube through `half` (fp16: the value as f32 to half bits)
+/// or `int8` (the int8 value to the int8 result), each buffer addressed through its own
+/// strides; formats other than fp16 and the two int8 layouts are refused as `op`.
+fn map_elements(
+    op: &'static str,
+    src: &BufferDesc,
+    dst: &BufferDesc,
+    s: Source<'_>,
+    d: &mut [u8],
+    half: impl Fn(f32) -> u16,
+    int8: impl Fn(i8) -> i8,
+) -> Result<(), EmuError> {
     let unsupported = || EmuError::UnsupportedFormat {
-        op: "cpu fallback",
+        op,
         format: src.format,
     };
-    let format = src.format().map_err(|_| unsupported())?;
-    if !matches!(
-        format,
-        BufferFormat::Fp16 | BufferFormat::Int8 | BufferFormat::Int8Atom8
-    ) {
-        return Err(unsupported());
-    }
+    let fp16 = match src.format().map_err(|_| unsupported())? {
+        BufferFormat::Fp16 => true,
+        BufferFormat::Int8 | BufferFormat::Int8Atom8 => false,
+        _ => return Err(unsupported()),
+    };
     for c in 0..u32::from(src.channel) {
         for h in 0..u32::from(src.height) {
             for w in 0..u32::from(src.width) {
                 let so = element_offset(src, w, h, c)?;
                 let dof = element_offset(dst, w, h, c)?;
-                if format == BufferFormat::Fp16 {
+                if fp16 {
                     let e = element(s, so, 2, "source")?;
-                    let x = f16_to_f32(u16::from_le_bytes([e[0], e[1]]));
-                    let y = f32_to_f16_even(f.func.apply(x, f.alpha, f.beta));
+                    let y = half(f16_to_f32(u16::from_le_bytes([e[0], e[1]])));
                     element_mut(d, dof, 2, "destination")?.copy_from_slice(&y.to_le_bytes());
                 } else {
                     let e = element(s, so, 1, "source")?;
-                    let x = f32::from(e[0] as i8) * f.common.input_scale_factor;
-                    let y = f.func.apply(x, f.alpha, f.beta) / f.common.output_scale_factor;
-                    element_mut(d, dof, 1, "destination")?[0] = round_saturate_i8(y) as u8;
+                    element_mut(d, dof, 1, "destination")?[0] = int8(e[0] as i8) as u8;
                 }
             }
         }
