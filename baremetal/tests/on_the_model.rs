@@ -2,8 +2,9 @@
 //! the image in memory the model's DMA shares (a memfd the model reads and writes with
 //! `pread`/`pwrite`, mapped for the runner): every regression loadable and every LeNet
 //! loadable is exported by `nvdla-runtime`'s exporter, run by the [`Runner`], and its
-//! outputs must equal the exporter's in-process run byte for byte. `scripts/baremetal` does
-//! the same under QEMU on an aarch64 CPU.
+//! outputs must equal the exporter's in-process run byte for byte; the exported register
+//! trace must replay on a fresh model with its golden dumps. `scripts/baremetal` does the
+//! same under QEMU on an aarch64 CPU.
 
 use std::cell::RefCell;
 use std::fs::File;
@@ -121,6 +122,22 @@ fn run_one(loadable: &Path, config: VpConfig, image: Option<&Path>) -> Result<()
     }
     drop(runner);
     drop(shm);
+    // The exported register trace replays on a fresh model, golden dumps included.
+    let traces = nvdla_vp::trace::discover(&dir).map_err(|e| e.to_string())?;
+    if traces.len() != 1 {
+        return Err(format!("{} traces exported, expected 1", traces.len()));
+    }
+    let opts = nvdla_vp::trace::Options { log_regs: false };
+    match nvdla_vp::trace::run_test(&traces[0], nvdla_vp::HwConfig::new(config.hw()), &opts) {
+        Ok(nvdla_vp::trace::Outcome::Pass) => {}
+        other => return Err(format!("input.txn does not replay: {other:?}")),
+    }
+    if !std::fs::read_to_string(dir.join("input.txn"))
+        .map_err(|e| e.to_string())?
+        .contains("dump_mem")
+    {
+        return Err("input.txn checks no memory".into());
+    }
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
