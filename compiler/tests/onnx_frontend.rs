@@ -550,6 +550,27 @@ fn split_sizes_as_attribute_input_and_num_outputs() {
 }
 
 #[test]
+fn split_num_outputs_must_match_the_outputs() {
+    // Found by the `onnx` fuzz target: a num_outputs of 1.5 billion made the front end
+    // list that many parts before noticing the node has four outputs.
+    let m = model_with(
+        18,
+        vec![vi("x", &[1, 5, 2, 2])],
+        vec![node(
+            "Split",
+            "s",
+            &["x"],
+            &["a", "b"],
+            vec![("axis", A::I(1)), ("num_outputs", A::I(1_577_058_303))],
+        )],
+        vec![],
+        &["a", "b"],
+    );
+    let e = err(&m);
+    assert!(e.contains("num_outputs 1577058303 but 2 outputs"), "{e}");
+}
+
+#[test]
 fn upsample_and_resize_scales_in_every_form_become_a_deconvolution() {
     let forms = [
         model(

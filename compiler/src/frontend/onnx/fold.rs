@@ -543,6 +543,11 @@ pub(crate) fn split_sizes(cx: &NodeCx<'_>, dims: &[usize]) -> Result<(usize, Vec
             if n == 0 {
                 return Err(cx.err("no outputs"));
             }
+            // Checked before the parts are listed: a huge `num_outputs` would otherwise
+            // build a list that long (found by the `onnx` fuzz target).
+            if n != parts {
+                return Err(cx.err(format!("num_outputs {n} but {parts} outputs")));
+            }
             if cx.has("num_outputs") {
                 let each = d.div_ceil(n);
                 (0..n)
