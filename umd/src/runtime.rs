@@ -624,23 +624,18 @@ impl<'l> Runtime<'l> {
         dir: Direction,
         bind_id: usize,
     ) -> Result<Vec<u8>> {
-        let mi = self.bound_mem(dir, bind_id)?;
-        let t = self.tensor_of(mi)?;
-        let handle = self.mem[mi].handle.ok_or(Error::Binding {
-            mem: mi,
-            what: format!("{dir} memory is not allocated"),
-        })?;
+        let (at, size) = self.tensor_location(dir, bind_id)?;
         let buf = dev
-            .map_buffer(handle)
+            .map_buffer(at.handle)
             .map_err(dev_err(format!("mapping {dir} {bind_id}")))?;
-        let start = t.offset as usize;
-        buf.get(start..start.saturating_add(t.size as usize))
+        let start = at.offset as usize;
+        buf.get(start..start.saturating_add(size as usize))
             .map(<[u8]>::to_vec)
             .ok_or(Error::TensorSize {
                 dir,
                 bind_id,
                 len: buf.len(),
-                size: t.extent().unwrap_or(u64::MAX),
+                size: at.offset.saturating_add(size),
             })
     }
 
