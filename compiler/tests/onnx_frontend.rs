@@ -1232,6 +1232,37 @@ fn dynamic_dimensions_need_input_shape() {
 }
 
 #[test]
+fn float16_inputs_are_accepted_and_integer_inputs_refused_by_name() {
+    let typed = |t: i32| {
+        let mut x = vi("x", &[1, 2, 3, 3]);
+        if let Some(tt) = x.r#type.as_mut().and_then(|t| t.tensor_type.as_mut()) {
+            tt.elem_type = t;
+        }
+        model_with(
+            13,
+            vec![x],
+            vec![node("Relu", "r", &["x"], &["y"], vec![])],
+            vec![],
+            &["y"],
+        )
+    };
+    // FLOAT16 is NVDLA's own fp16: the same network as a FLOAT input.
+    let g = ok(&typed(data_type::FLOAT16));
+    assert_eq!(g.shape(g.inputs[0]), Shape::new(1, 2, 3, 3));
+    let x = seq(18, 0.5);
+    let want: Vec<f32> = x.iter().map(|v| v.max(0.0)).collect();
+    assert_close(&run(&g, &x), &want);
+    for (t, name) in [(data_type::INT8, "INT8"), (data_type::DOUBLE, "DOUBLE")] {
+        let e = err(&typed(t));
+        assert!(
+            e.contains("layer `x` (graph input)")
+                && e.contains(&format!("element type {name}: only FLOAT and FLOAT16")),
+            "{e}"
+        );
+    }
+}
+
+#[test]
 fn initializers_declared_as_inputs_are_constants() {
     // Older exporters list weights among the graph inputs.
     let g = ok(&model_with(

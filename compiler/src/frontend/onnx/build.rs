@@ -472,11 +472,13 @@ pub(crate) fn build(graph: &GraphProto, opset: i64, opts: &Options) -> Result<Gr
             .as_ref()
             .and_then(|t| t.tensor_type.as_ref())
             .ok_or_else(|| input_err(&vi.name, "is not a tensor".into()))?;
-        if tt.elem_type != dt::FLOAT {
+        // FLOAT16 is the hardware's own fp16; FLOAT inputs are rounded to it (or quantized).
+        if !matches!(tt.elem_type, dt::FLOAT | dt::FLOAT16) {
             return Err(input_err(
                 &vi.name,
                 format!(
-                    "element type {}: only FLOAT inputs are supported",
+                    "element type {}: only FLOAT and FLOAT16 inputs are supported \
+                     (NVDLA feature data is fp16 or int8)",
                     super::proto::data_type::name(tt.elem_type)
                 ),
             ));

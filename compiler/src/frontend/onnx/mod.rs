@@ -14,7 +14,7 @@
 //! and that compute shapes (`Shape`, `Gather`, `Unsqueeze`, `Concat`, `Cast`, `Slice`,
 //! `ConstantOfShape`, arithmetic, `Transpose` of weights, ...) are folded, so PyTorch's
 //! shape computations in front of `Reshape`/`Flatten` disappear. Every other graph input
-//! is a network input; its element type must be FLOAT and its shape fixed, by the model or
+//! is a network input; its element type must be FLOAT or FLOAT16 and its shape fixed, by the model or
 //! by [`Options::input_shapes`] (`--input-shape name=1x3x224x224`).
 //!
 //! **Shapes.** IR tensors are NCHW; an ONNX value of rank 2 `[N, K]` is `N x K x 1 x 1`,
@@ -52,7 +52,7 @@
 //! no window folds becomes a padding convolution),
 //! linear/cubic resizing, concatenation off the channel axis, reductions and other
 //! element-wise functions (Exp, Sqrt, Elu, ...; with [`Options::cpu_fallback`] these
-//! become IR `CpuUnary` nodes, run by the runtime on the CPU), non-FLOAT network inputs,
+//! become IR `CpuUnary` nodes, run by the runtime on the CPU), network inputs other than FLOAT and FLOAT16,
 //! training-mode BatchNormalization/Dropout and their extra outputs, MaxPool's indices.
 //!
 //! Errors are [`CompileError::Layer`] naming the node (`<op>#<index>` when unnamed), its
