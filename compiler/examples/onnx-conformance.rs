@@ -71,6 +71,7 @@ const INT8_FAMILY: &[&str] = &[
     "Neg",
     "BatchNormalization",
     "Concat",
+    "LRN",
     "Gemm",
     "MatMul",
     "Identity",

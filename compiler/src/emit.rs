@@ -681,7 +681,11 @@ impl Ctx<'_> {
                         out_precision: prec,
                         lut_index: x.lut as i16,
                         in_cvt: unit,
-                        out_cvt: unit,
+                        out_cvt: dla::CvtParam {
+                            scale: x.out_cvt.0,
+                            truncate: x.out_cvt.1,
+                            ..Default::default()
+                        },
                         local_size: x.local_size as u8,
                         bypass_sqsum: 0,
                         bypass_out_mul: 0,

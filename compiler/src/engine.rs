@@ -204,6 +204,9 @@ pub struct CdpOp {
     pub local_size: u32,
     /// Index of the LUT in [`Program::luts`].
     pub lut: usize,
+    /// Output converter `(scale, shift)`: `(1, 0)` in fp16; in int8 it takes the LUT
+    /// entry times the input to the output's scale.
+    pub out_cvt: (i16, u8),
 }
 
 /// RUBIK contract: the phases of a strided deconvolution (computed as one convolution

@@ -821,14 +821,27 @@ impl Lowering<'_> {
                         format!("local_size {size}: CDP normalises over 3, 5, 7 or 9 channels"),
                     ));
                 }
-                if self.t.precision != Precision::Fp16 {
-                    return Err(layer_err(n, "LRN is not implemented in int8 yet (fp16 is)"));
-                }
                 let src = self.input(n, 0)?;
                 let dst = self.output_surface(self.out_tensor(n)?);
-                self.p
-                    .luts
-                    .push(crate::lut::lrn(*size as u32, *alpha, *beta, *k));
+                let (table, out_cvt) = if self.t.precision == Precision::Int8 {
+                    let (s_in, s_out) = (self.require_scale(src)?, self.require_scale(dst)?);
+                    let (table, r) = crate::lut::lrn_int8(*size as u32, *alpha, *beta, *k, s_in);
+                    // R * f * q at the output's scale; the shifter has 6 bits.
+                    let (m, shift) = crate::quant::fixed_point(s_in / (r * s_out), 32767, 63);
+                    if m == 0 {
+                        return Err(layer_err(
+                            n,
+                            format!(
+                                "int8 LRN: input scale {s_in:e} over output scale {s_out:e} \
+                                 is out of the CDP output converter's range"
+                            ),
+                        ));
+                    }
+                    (table, (m as i16, shift as u8))
+                } else {
+                    (crate::lut::lrn(*size as u32, *alpha, *beta, *k), (1, 0))
+                };
+                self.p.luts.push(table);
                 let lut = self.p.luts.len() - 1;
                 self.p.ops.push(HwOp {
                     layers: vec![n.name.clone()],
@@ -837,6 +850,7 @@ impl Lowering<'_> {
                         dst,
                         local_size: *size as u32,
                         lut,
+                        out_cvt,
                     }),
                 });
                 Ok(())

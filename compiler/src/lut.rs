@@ -1,4 +1,4 @@
-//! Lookup tables for the SDP (sigmoid, tanh) and the CDP (LRN), fp16.
+//! Lookup tables for the SDP (sigmoid, tanh) and the CDP (LRN), fp16 and int8.
 //!
 //! A `dla_lut_param` holds two tables: the 65-entry "LE" table (linear or exponential
 //! index) and the 257-entry "LO" table (linear index). In fp16 the range registers hold
@@ -115,4 +115,103 @@ pub fn int8_linear(start: i32, select: i8, f: impl Fn(f64) -> i16) -> LutParam {
     p.underflow_priority = LutPriority::LinearOnly.raw();
     p.overflow_priority = LutPriority::LinearOnly.raw();
     p
+}
+
+/// Largest square sum the int8 CDP sees: `n` channels of `v = q`, `|q| <= 128`.
+fn lrn_int8_max_sum(local_size: u32) -> f64 {
+    f64::from(local_size) * 128.0 * 128.0
+}
+
+/// LRN in int8, and the factor `R` of its entries.
+///
+/// The CDP's input converter passes the int8 values through (`v = q`, scale 1, no shift),
+/// so the square sum `S = sum(q^2)` is an integer of at most `n * 128^2` whose real value
+/// is `S * in_scale^2` (hwarch "Channel Data Processor"; the model's `cdp.rs`). The tables
+/// hold `R * (k + alpha / n * in_scale^2 * S)^-beta` as int16, `R` putting the largest
+/// entry at 32767; the CDP multiplies the entry by `v`, and the output converter takes
+/// `R * f * q` to the output's scale (`in_scale / (R * out_scale)`, see
+/// `lower`). As in fp16, the LO table is linear over the bend (16 knees, integer steps at
+/// the finest) and the LE table exponential beyond it, one entry per power of two of `S`.
+pub fn lrn_int8(local_size: u32, alpha: f32, beta: f32, k: f32, in_scale: f64) -> (LutParam, f64) {
+    let (n, a, b, k) = (
+        f64::from(local_size),
+        f64::from(alpha),
+        f64::from(beta),
+        f64::from(k),
+    );
+    let c = a / n * in_scale * in_scale;
+    let f = |s: f64| (k + c * s).powf(-b);
+    let max_sum = lrn_int8_max_sum(local_size);
+    let knee = if c > 0.0 { k.max(1e-6) / c } else { max_sum };
+    let covered = (LRN_LINEAR_KNEES * knee).min(max_sum);
+    let select = (covered / 256.0).log2().ceil().clamp(0.0, 20.0) as i8;
+    let step = 2f64.powi(i32::from(select));
+    let lo_at = |i: usize| i as f64 * step;
+    let le_at = |i: usize| 2f64.powi(i as i32);
+    // R from the largest finite value the tables hold (k = 0 makes f(0) infinite: that
+    // entry only meets v = 0, whose product is 0 whatever it holds).
+    let peak = (0..257)
+        .map(|i| f(lo_at(i)))
+        .chain((0..65).map(|i| f(le_at(i))))
+        .filter(|v| v.is_finite())
+        .fold(0f64, f64::max);
+    let r = if peak > 0.0 { 32767.0 / peak } else { 1.0 };
+    let entry = |s: f64| {
+        let v = r * f(s);
+        if v.is_nan() {
+            0
+        } else {
+            v.round().clamp(-32768.0, 32767.0) as i16
+        }
+    };
+    let mut p = LutParam::default();
+    for (i, e) in p.linear_only_table.iter_mut().enumerate() {
+        *e = entry(lo_at(i));
+    }
+    for (i, e) in p.linear_exp_table.iter_mut().enumerate() {
+        *e = entry(le_at(i));
+    }
+    p.method = LutMethod::Exponential.raw();
+    p.linear_exp_offset = LutOffset::from_exp_offset(0);
+    p.linear_exp_start = 0;
+    // Beyond every sum (the exponential index alone decides; no sum reaches 2^20).
+    p.linear_exp_end = 1 << 20;
+    p.linear_only_offset = LutOffset::from_frac_bits(select);
+    p.linear_only_start = 0;
+    p.linear_only_end = (256.0 * step) as u64;
+    // Slopes stay 0 (flat ends). S = 0 (both under): the LO table's first entry, f(0);
+    // both hit: the finer LO table; past the LO table: the LE table, which hits.
+    p.hybrid_priority = LutPriority::LinearOnly.raw();
+    p.underflow_priority = LutPriority::LinearOnly.raw();
+    p.overflow_priority = LutPriority::LinearExp.raw();
+    (p, r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn int8_lrn_table_peaks_at_32767_and_covers_every_sum() {
+        // AlexNet's norm1 at an input scale of 0.05: the function is smooth over the range.
+        let (p, r) = lrn_int8(5, 1e-4, 0.75, 1.0, 0.05);
+        assert_eq!(p.linear_only_table[0], 32767);
+        assert!((r - 32767.0).abs() < 1e-9, "{r}");
+        // The LO table covers every sum the CDP can form: 5 * 128^2 = 81920.
+        assert!(p.linear_only_end >= 81920, "{}", p.linear_only_end);
+        assert!(p.linear_only_table.windows(2).all(|w| w[1] <= w[0]));
+        // A strong normalisation bends early: the LO table ends at 16 knees and the LE
+        // table (one entry per power of two) takes the rest.
+        let (p, _) = lrn_int8(5, 1.0, 0.75, 1.0, 0.5);
+        let knee = 1.0 / (1.0 / 5.0 * 0.25);
+        assert!(
+            p.linear_only_end as f64 >= 16.0 * knee && (p.linear_only_end as f64) < 64.0 * knee
+        );
+        let f = |s: f64| (32767.0 * (1.0 + 0.05 * s).powf(-0.75)).round() as i16;
+        assert_eq!(p.linear_exp_table[10], f(1024.0));
+        // k = 0: f(0) is infinite; R comes from the finite entries.
+        let (p, r) = lrn_int8(3, 1e-4, 0.75, 0.0, 1.0);
+        assert!(r.is_finite() && r > 0.0);
+        assert_eq!(p.linear_only_table[0], 32767);
+    }
 }

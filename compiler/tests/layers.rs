@@ -441,6 +441,7 @@ fn lrn_across_channels() {
     let y = node(&mut g, "norm", op, &[x], Shape::new(1, 20, 4, 4));
     finish(&mut g, y);
     check(&g, LUT_TOL, "LRN 5");
+    check_int8(&g, INT8_TOL, "LRN 5");
 }
 
 #[test]
@@ -457,6 +458,7 @@ fn lrn_strong_normalisation() {
     let y = node(&mut g, "norm", op, &[x], Shape::new(1, 16, 4, 4));
     finish(&mut g, y);
     check(&g, LUT_TOL, "LRN 5, alpha 1");
+    check_int8(&g, INT8_TOL, "LRN 5, alpha 1");
     let mut g2 = g.clone();
     g2.nodes[0].op = Op::Lrn {
         size: 3,
@@ -465,6 +467,7 @@ fn lrn_strong_normalisation() {
         k: 2.0,
     };
     check(&g2, LUT_TOL, "LRN 3, alpha 1e-4, k 2");
+    check_int8(&g2, INT8_TOL, "LRN 3, alpha 1e-4, k 2");
 }
 
 #[test]

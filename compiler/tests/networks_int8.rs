@@ -24,10 +24,9 @@
 //!   then the fp32 top-1 spreads over 8 to 10 classes (printed with each table).
 //! * **Calibration**: [`Calibration::from_activations`] over the reference's values of
 //!   every tensor on [`K_CAL`] inputs (distinct from the evaluation inputs).
-//! * **AlexNet without LRN**: int8 refuses LRN ("LRN is not implemented in int8 yet";
-//!   [`alexnet_lrn_is_refused_in_int8`]), so both `norm1` and `norm2` are removed (pooling
-//!   reads the ReLU outputs); everything else (grouped convolutions, fully connected layers
-//!   whose weights exceed the CBUF, dropout) is kept.
+//! * **AlexNet with its LRN layers** (`norm1`, `norm2`: CDP with an int8 table, see
+//!   `lut::lrn_int8`), grouped convolutions, fully connected layers whose weights exceed
+//!   the CBUF, and dropout.
 //!
 //! Each row prints agreement, the mean and smallest cosine similarity of the int8 class
 //! scores with fp32's, the largest error relative to the largest fp32 score of the same
@@ -67,7 +66,6 @@ use nvdla_compiler::ir::{Graph, Op, TensorId, Weights};
 use nvdla_compiler::lower::Quant;
 use nvdla_compiler::quant::{Calibration, RangeMethod};
 use nvdla_compiler::target::{Precision, Target};
-use nvdla_compiler::CompileError;
 use nvdla_umd::runtime::{RunOptions, Runtime};
 use nvdla_umd::Direction;
 use std::sync::OnceLock;
@@ -110,22 +108,6 @@ fn network(prototxt: &str, seed: u64) -> (Graph, TensorId) {
         .expect("a softmax");
     g.outputs.push(scores);
     (g, scores)
-}
-
-/// `alexnet.prototxt` without its two LRN layers (int8 has no LRN): pooling reads the
-/// ReLU outputs directly.
-fn alexnet_without_lrn() -> String {
-    let kept: Vec<&str> = ALEXNET
-        .lines()
-        .filter(|l| !(l.contains("type: \"LRN\"") || l.contains("lrn_param")))
-        .collect();
-    assert_eq!(ALEXNET.lines().count() - kept.len(), 4, "two LRN layers");
-    let text = kept.join("\n");
-    let text = text
-        .replace("bottom: \"norm1\"", "bottom: \"conv1\"")
-        .replace("bottom: \"norm2\"", "bottom: \"conv2\"");
-    assert!(!text.contains("\"norm"));
-    text
 }
 
 /// `n` smooth random inputs in `[-1, 1)` for `g`'s input: per channel an offset in
@@ -286,7 +268,7 @@ fn inception() -> &'static Net {
 
 fn alexnet() -> &'static Net {
     static N: OnceLock<Net> = OnceLock::new();
-    N.get_or_init(|| Net::new("alexnet", &alexnet_without_lrn(), 3))
+    N.get_or_init(|| Net::new("alexnet", ALEXNET, 3))
 }
 
 fn squeezenet() -> &'static Net {
@@ -643,26 +625,4 @@ fn diagnose_squeezenet_per_filter_max_abs() {
         "squeezenet nv_full per-filter max-abs, int8 up to a layer then fp32:\n{}",
         lines.join("\n")
     );
-}
-
-/// The AlexNet of `networks.rs` keeps its LRN layers in fp16 only: int8 refuses them with a
-/// layer error naming `norm1`, which is why the int8 rows use [`alexnet_without_lrn`].
-#[test]
-fn alexnet_lrn_is_refused_in_int8() {
-    let (g, _) = network(ALEXNET, 3);
-    let x = Rng(7).vec(g.shape(g.inputs[0]).elements(), 1.0);
-    let cal = Calibration::from_activations(&reference(&g, &x), RangeMethod::MaxAbs);
-    let hw = nvdla_hw::Config::by_name("nv_full").unwrap();
-    let target = Target::new(hw, Precision::Int8).unwrap();
-    let quant = Quant {
-        cal: Some(&cal),
-        per_filter: true,
-        input_scale: 1.0,
-    };
-    let e = nvdla_compiler::compile_graph_with(g, &target, &quant).unwrap_err();
-    assert!(
-        matches!(&e, CompileError::Layer { reason, .. } if reason.contains("int8")),
-        "{e:?}"
-    );
-    assert!(e.to_string().contains("norm1"), "{e}");
 }
