@@ -152,27 +152,31 @@ impl SdpStages {
     }
 
     /// Applies ReLU after the last stage (a pass-through stage if it has an activation).
+    /// Only X1 and X2 have a ReLU: the Y unit has none (its activations are PReLU and the
+    /// LUT; `dla_sdp_op_desc.y_op.act = RELU` is ignored by the firmware, hwarch "SDP"),
+    /// so ReLU after a Y stage is refused and starts another SDP operation.
     pub fn relu(&mut self, t: &Target) -> std::result::Result<(), Refusal> {
-        match self.last() {
+        let slot = match self.last() {
             Some(i)
                 if self.stages[i].as_ref().is_some_and(|(s, a)| {
                     *a == Act::None && !matches!(s, Stage::PRelu(_) | Stage::Lut(..))
                 }) =>
             {
-                if let Some((_, a)) = self.stages[i].as_mut() {
-                    *a = Act::Relu;
-                }
-                Ok(())
+                i
             }
-            _ => {
-                self.push(t, Stage::Pass)?;
-                let i = self.last().unwrap_or(0);
-                if let Some((_, a)) = self.stages[i].as_mut() {
-                    *a = Act::Relu;
-                }
-                Ok(())
+            last => {
+                let start = last.map_or(0, |i| i + 1);
+                (start..2)
+                    .find(|&i| Self::available(t, i))
+                    .ok_or_else(|| "no SDP stage with a ReLU left (Y has none)".to_string())?
             }
+        };
+        if slot == 2 {
+            return Err("the Y stage has no ReLU".into());
         }
+        let entry = self.stages[slot].get_or_insert((Stage::Pass, Act::None));
+        entry.1 = Act::Relu;
+        Ok(())
     }
 
     /// The per-element operand surfaces.
@@ -767,5 +771,28 @@ mod tests {
         assert!(SdpStages::default()
             .push(&small, Stage::Lut(0, LutFn::Sigmoid))
             .is_err());
+    }
+
+    #[test]
+    fn relu_never_lands_on_the_y_stage() {
+        let t = Target::new(&nvdla_hw::NV_FULL, Precision::Fp16).unwrap();
+        let affine = || Stage::Affine {
+            scale: Some(vec![2.0]),
+            bias: Some(vec![1.0]),
+        };
+        // X1 affine, X2 PReLU, Y affine: a ReLU after Y needs another operation.
+        let mut s = SdpStages::default();
+        s.push(&t, affine()).unwrap();
+        s.push(&t, Stage::PRelu(vec![0.1])).unwrap();
+        s.push(&t, affine()).unwrap();
+        assert!(s.stages[2].is_some());
+        let before = format!("{s:?}");
+        assert!(s.relu(&t).is_err());
+        assert_eq!(format!("{s:?}"), before, "a refused ReLU changes nothing");
+        // X1 PReLU, then ReLU: a pass-through X2 takes it.
+        let mut s = SdpStages::default();
+        s.push(&t, Stage::PRelu(vec![0.1])).unwrap();
+        s.relu(&t).unwrap();
+        assert!(matches!(s.stages[1], Some((Stage::Pass, Act::Relu))));
     }
 }

@@ -1,0 +1,522 @@
+//! Random networks: Caffe prototxts generated from a seed (convolutions of every window
+//! shape, grouped and depthwise, pooling, activations, LRN, batch-norm, element-wise
+//! joins, concatenations, deconvolutions, fully connected heads, odd channel counts and
+//! sizes), given random weights, compiled for every configuration in fp16 (where the
+//! build has it) and int8, run on the in-process virtual platform and compared with the
+//! compiler's fp32 reference.
+//!
+//! Each (network, configuration, precision) is one of:
+//! - **pass**: fp16 within [`FP16_TOL`] of the largest reference magnitude; int8 with a
+//!   cosine similarity of at least [`INT8_MIN_COS`] to the reference (random networks
+//!   stack a dozen roundings of 1/127 of a tensor's range; the measured distribution is
+//!   printed);
+//! - **unsupported**: a compile error naming a layer and a reason (printed, counted);
+//! - **fail**: wrong values, a runtime or engine error, or a panic anywhere.
+//!
+//! `cargo test -p nvdla-compiler --test random_networks -- --nocapture` runs
+//! [`DEFAULT_COUNT`] networks; `NVDLA_RANDOM_NETWORKS=N` (and `NVDLA_RANDOM_SEED=S`) run
+//! more (in release: `cargo test --release ...`). The test fails on any failure.
+
+mod common;
+
+use common::{device, from_surface, from_surface_i8, to_surface, to_surface_i8, Rng};
+use nvdla_compiler::frontend::caffe::{self, synth::random_weights};
+use nvdla_compiler::ir::Graph;
+use nvdla_compiler::lower::Quant;
+use nvdla_compiler::quant::{Calibration, RangeMethod};
+use nvdla_compiler::target::{Precision, Target};
+use nvdla_umd::runtime::{RunOptions, Runtime};
+use nvdla_umd::Direction;
+use std::fmt::Write as _;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// Networks per run unless `NVDLA_RANDOM_NETWORKS` says otherwise.
+const DEFAULT_COUNT: u64 = 12;
+/// fp16: largest error relative to the largest reference magnitude.
+const FP16_TOL: f32 = 2e-2;
+/// int8: smallest cosine similarity with the reference.
+const INT8_MIN_COS: f64 = 0.97;
+
+/// A blob of the network being generated.
+#[derive(Clone)]
+struct Blob {
+    name: String,
+    c: usize,
+    h: usize,
+    w: usize,
+}
+
+/// Generates one random network as prototxt text.
+struct Gen {
+    rng: Rng,
+    text: String,
+    blobs: Vec<Blob>,
+    layers: usize,
+}
+
+impl Gen {
+    /// An integer in `lo..=hi`.
+    fn int(&mut self, lo: usize, hi: usize) -> usize {
+        let u = (self.rng.next() + 1.0) / 2.0;
+        (lo + (u * (hi - lo + 1) as f32) as usize).min(hi)
+    }
+
+    fn pick<T: Copy>(&mut self, v: &[T]) -> T {
+        v[self.int(0, v.len() - 1)]
+    }
+
+    fn chance(&mut self, p: f32) -> bool {
+        (self.rng.next() + 1.0) / 2.0 < p
+    }
+
+    fn name(&mut self, kind: &str) -> String {
+        self.layers += 1;
+        format!("{kind}{}", self.layers)
+    }
+
+    fn layer(&mut self, body: &str) {
+        let _ = writeln!(self.text, "layer {{ {body} }}");
+    }
+
+    /// A new blob from `bottom` through a layer of type `ty` with `params`.
+    fn add(&mut self, ty: &str, bottoms: &[&Blob], params: &str, c: usize, h: usize, w: usize) {
+        let top = self.name(&ty.to_lowercase());
+        let b: String = bottoms
+            .iter()
+            .map(|x| format!("bottom: \"{}\" ", x.name))
+            .collect();
+        self.layer(&format!(
+            "name: \"{top}\" type: \"{ty}\" {b}top: \"{top}\" {params}"
+        ));
+        self.blobs.push(Blob { name: top, c, h, w });
+    }
+
+    /// An in-place layer on `x` (its blob keeps its name).
+    fn in_place(&mut self, ty: &str, x: &Blob, params: &str) {
+        let name = self.name(&ty.to_lowercase());
+        self.layer(&format!(
+            "name: \"{name}\" type: \"{ty}\" bottom: \"{0}\" top: \"{0}\" {params}",
+            x.name
+        ));
+    }
+
+    fn conv(&mut self, x: &Blob) {
+        let k = self.pick(&[1, 1, 2, 3, 3, 3, 5, 7]).min(x.h.min(x.w) + 2);
+        let d = if k > 1 && self.chance(0.15) { 2 } else { 1 };
+        let span = d * (k - 1) + 1;
+        let pad = self.int(0, k / 2);
+        if x.h + 2 * pad < span || x.w + 2 * pad < span {
+            return;
+        }
+        let s = self.pick(&[1, 1, 1, 2, 2, 3]);
+        let oh = (x.h + 2 * pad - span) / s + 1;
+        let ow = (x.w + 2 * pad - span) / s + 1;
+        let (out, group) = match self.int(0, 9) {
+            0 if x.c > 1 => (x.c, x.c), // depthwise
+            1 if x.c % 2 == 0 => {
+                let o = 2 * self.int(1, 24);
+                (o, 2)
+            }
+            _ => (self.pick(&[1, 3, 8, 16, 17, 32, 33, 48, 64, 72]), 1),
+        };
+        let bias = if self.chance(0.8) {
+            ""
+        } else {
+            "bias_term: false "
+        };
+        let p = format!(
+            "convolution_param {{ num_output: {out} kernel_size: {k} stride: {s} pad: {pad} \
+             dilation: {d} group: {group} {bias}}}"
+        );
+        self.add("Convolution", &[x], &p, out, oh, ow);
+    }
+
+    fn pool(&mut self, x: &Blob) {
+        let kind = self.pick(&["MAX", "AVE"]);
+        if self.chance(0.15) {
+            let p = format!("pooling_param {{ pool: {kind} global_pooling: true }}");
+            self.add("Pooling", &[x], &p, x.c, 1, 1);
+            return;
+        }
+        let k = self.int(2, 3).min(x.h).min(x.w);
+        let s = self.int(1, 2);
+        let pad = if k > 1 { self.int(0, 1) } else { 0 };
+        // Caffe rounds up, then drops a window that starts in the padding.
+        let out = |i: usize| {
+            let mut o = (i + 2 * pad - k).div_ceil(s) + 1;
+            if pad > 0 && (o - 1) * s >= i + pad {
+                o -= 1;
+            }
+            o
+        };
+        let (oh, ow) = (out(x.h), out(x.w));
+        let p = format!("pooling_param {{ pool: {kind} kernel_size: {k} stride: {s} pad: {pad} }}");
+        self.add("Pooling", &[x], &p, x.c, oh, ow);
+    }
+
+    fn deconv(&mut self, x: &Blob) {
+        let k = self.int(1, 4);
+        let s = self.int(1, 2).min(k);
+        let pad = self.int(0, (k - 1) / 2);
+        let out = self.pick(&[4, 8, 16, 17]);
+        let (oh, ow) = (s * (x.h - 1) + k - 2 * pad, s * (x.w - 1) + k - 2 * pad);
+        if oh == 0 || ow == 0 || oh > 48 || ow > 48 {
+            return;
+        }
+        let p = format!(
+            "convolution_param {{ num_output: {out} kernel_size: {k} stride: {s} pad: {pad} }}"
+        );
+        self.add("Deconvolution", &[x], &p, out, oh, ow);
+    }
+
+    /// An earlier blob with `x`'s shape, or `x` after a convolution that keeps its shape.
+    fn partner(&mut self, x: &Blob, same_channels: bool) -> Blob {
+        let same: Vec<Blob> = self
+            .blobs
+            .iter()
+            .filter(|b| {
+                b.name != x.name && b.h == x.h && b.w == x.w && (!same_channels || b.c == x.c)
+            })
+            .cloned()
+            .collect();
+        if !same.is_empty() && self.chance(0.7) {
+            let i = self.int(0, same.len() - 1);
+            return same[i].clone();
+        }
+        let out = if same_channels {
+            x.c
+        } else {
+            self.pick(&[3, 8, 16, 24, 32])
+        };
+        let p = format!("convolution_param {{ num_output: {out} kernel_size: 3 pad: 1 }}");
+        self.add("Convolution", &[x], &p, out, x.h, x.w);
+        self.blobs.last().cloned().expect("just added")
+    }
+
+    fn step(&mut self) {
+        let x = self.blobs.last().cloned().expect("a blob");
+        match self.int(0, 15) {
+            0..=3 => self.conv(&x),
+            4 | 5 => self.pool(&x),
+            6 => {
+                let p = self.pick(&["", "relu_param { negative_slope: 0.1 }"]);
+                self.in_place("ReLU", &x, p);
+            }
+            7 => {
+                let t = self.pick(&["Sigmoid", "TanH", "PReLU"]);
+                self.in_place(t, &x, "");
+            }
+            8 => {
+                let (size, alpha, k) = (
+                    self.pick(&[3, 5]),
+                    self.pick(&[1e-4, 1e-2, 1.0]),
+                    self.pick(&[1.0, 2.0]),
+                );
+                let p =
+                    format!("lrn_param {{ local_size: {size} alpha: {alpha} beta: 0.75 k: {k} }}");
+                self.add("LRN", &[&x], &p, x.c, x.h, x.w);
+            }
+            9 => {
+                self.in_place("BatchNorm", &x, "");
+                self.in_place("Scale", &x, "scale_param { bias_term: true }");
+            }
+            10 | 11 => {
+                let y = self.partner(&x, true);
+                let op = self.pick(&["SUM", "SUM", "MAX", "PROD"]);
+                let p = format!("eltwise_param {{ operation: {op} }}");
+                self.add("Eltwise", &[&x, &y], &p, x.c, x.h, x.w);
+            }
+            12 | 13 => {
+                let y = self.partner(&x, false);
+                self.add("Concat", &[&x, &y], "", x.c + y.c, x.h, x.w);
+            }
+            14 => self.deconv(&x),
+            _ => {
+                let p = "power_param { power: 1 scale: 0.5 shift: 0.25 }";
+                self.add("Power", &[&x], p, x.c, x.h, x.w);
+            }
+        }
+    }
+
+    /// The network of `seed`.
+    fn network(seed: u64) -> String {
+        let mut g = Gen {
+            rng: Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1),
+            text: String::new(),
+            blobs: Vec::new(),
+            layers: 0,
+        };
+        let c = g.pick(&[1, 3, 4, 8, 16, 17]);
+        let (h, w) = (g.int(5, 24), g.int(5, 24));
+        let _ = writeln!(
+            g.text,
+            "name: \"random{seed}\"\ninput: \"data\"\ninput_shape {{ dim: 1 dim: {c} dim: {h} dim: {w} }}"
+        );
+        g.blobs.push(Blob {
+            name: "data".into(),
+            c,
+            h,
+            w,
+        });
+        // A first convolution, then random layers.
+        let x = g.blobs[0].clone();
+        g.conv(&x);
+        for _ in 0..g.int(3, 9) {
+            g.step();
+        }
+        if g.chance(0.4) {
+            let x = g.blobs.last().cloned().expect("a blob");
+            let out = g.int(1, 20);
+            let p = format!("inner_product_param {{ num_output: {out} }}");
+            g.add("InnerProduct", &[&x], &p, out, 1, 1);
+            if g.chance(0.5) {
+                let x = g.blobs.last().cloned().expect("a blob");
+                g.add("Softmax", &[&x], "", out, 1, 1);
+            }
+        }
+        g.text
+    }
+}
+
+#[derive(Debug, PartialEq, Eq, Clone, Copy, PartialOrd, Ord)]
+enum Outcome {
+    Pass,
+    Unsupported,
+    Fail,
+}
+
+fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "panic".into())
+}
+
+/// Compiles `g` for `config` in `precision` and runs it on the VP with `input`; returns
+/// the output (NCHW) or the outcome and reason.
+fn run(
+    g: &Graph,
+    config: &str,
+    precision: Precision,
+    cal: &Calibration,
+    input: &[f32],
+) -> Result<Vec<f32>, (Outcome, String)> {
+    let hw = nvdla_hw::Config::by_name(config).expect("known configuration");
+    let target = Target::new(hw, precision).map_err(|e| (Outcome::Unsupported, e.to_string()))?;
+    let quant = Quant {
+        cal: (precision == Precision::Int8).then_some(cal),
+        per_filter: true,
+        input_scale: 1.0,
+    };
+    let compiled = nvdla_compiler::compile_graph_with(g.clone(), &target, &quant)
+        .map_err(|e| (Outcome::Unsupported, e.to_string()))?;
+    let fail = |e: String| (Outcome::Fail, e);
+    let mut dev = device(config);
+    let mut rt =
+        Runtime::load(dev.as_mut(), &compiled.loadable).map_err(|e| fail(format!("load: {e}")))?;
+    let ti = rt
+        .tensor(Direction::Input, 0)
+        .map_err(|e| fail(e.to_string()))?
+        .clone();
+    let s = g.shape(g.inputs[0]);
+    let atom = hw.memory_atomic as usize;
+    let int8 = precision == Precision::Int8;
+    let data = if int8 {
+        let scale = compiled.program.surface(compiled.program.inputs[0]).scale;
+        to_surface_i8(input, (s.c, s.h, s.w), atom, ti.size as usize, scale)
+    } else {
+        to_surface(input, s.c, s.h, s.w, atom, ti.size as usize)
+    };
+    rt.write_input(dev.as_mut(), 0, &data)
+        .map_err(|e| fail(e.to_string()))?;
+    rt.run(dev.as_mut(), &RunOptions::default(), &mut |_| {})
+        .map_err(|e| fail(format!("run: {e}")))?;
+    let to = rt
+        .tensor(Direction::Output, 0)
+        .map_err(|e| fail(e.to_string()))?
+        .clone();
+    let out = rt
+        .read_output(dev.as_mut(), 0)
+        .map_err(|e| fail(e.to_string()))?;
+    rt.release(dev.as_mut());
+    let o = g.shape(g.outputs[0]);
+    let (line, surf) = (to.strides[1] as usize, to.strides[2] as usize);
+    Ok(if int8 {
+        let scale = compiled.program.surface(compiled.program.outputs[0]).scale;
+        from_surface_i8(&out, (o.c, o.h, o.w), atom, (line, surf), scale)
+    } else {
+        from_surface(&out, o.c, o.h, o.w, atom, line, surf)
+    })
+}
+
+fn cosine(a: &[f32], b: &[f32]) -> f64 {
+    let dot: f64 = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| f64::from(*x) * f64::from(*y))
+        .sum();
+    let na: f64 = a.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
+    let nb: f64 = b.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
+    if na == 0.0 && nb == 0.0 {
+        1.0
+    } else {
+        dot / (na * nb).max(f64::MIN_POSITIVE)
+    }
+}
+
+/// Judges one run against the reference.
+fn judge(precision: Precision, got: &[f32], want: &[f32]) -> (Outcome, String) {
+    if got.len() != want.len() {
+        return (
+            Outcome::Fail,
+            format!("{} values, expected {}", got.len(), want.len()),
+        );
+    }
+    if precision == Precision::Int8 {
+        let c = cosine(got, want);
+        let o = if c >= INT8_MIN_COS {
+            Outcome::Pass
+        } else {
+            Outcome::Fail
+        };
+        (o, format!("cosine {c:.4}"))
+    } else {
+        let peak = want.iter().fold(1e-6f32, |m, v| m.max(v.abs()));
+        let err = got
+            .iter()
+            .zip(want)
+            .map(|(g, w)| {
+                if g.is_nan() {
+                    f32::INFINITY
+                } else {
+                    (g - w).abs() / peak
+                }
+            })
+            .fold(0.0f32, f32::max);
+        let o = if err <= FP16_TOL {
+            Outcome::Pass
+        } else {
+            Outcome::Fail
+        };
+        (o, format!("error {err:.2e}"))
+    }
+}
+
+/// Every configuration NVIDIA published.
+const CONFIGS: [&str; 7] = [
+    "nv_full",
+    "nv_large",
+    "nv_medium_1024_full",
+    "nv_medium_512",
+    "nv_small",
+    "nv_small_256",
+    "nv_small_256_full",
+];
+
+#[test]
+fn random_networks_compile_and_match_the_reference_on_every_configuration() {
+    let count = std::env::var("NVDLA_RANDOM_NETWORKS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(DEFAULT_COUNT);
+    let first: u64 = std::env::var("NVDLA_RANDOM_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1);
+    let (mut pass, mut unsupported, mut failures) = (0, Vec::new(), Vec::new());
+    let mut cosines = Vec::new();
+    for seed in first..first + count {
+        // NVDLA_RANDOM_PROTOTXT=F runs that network (weights from the seed) instead.
+        let text = match std::env::var("NVDLA_RANDOM_PROTOTXT") {
+            Ok(f) => std::fs::read_to_string(f).expect("NVDLA_RANDOM_PROTOTXT"),
+            Err(_) => Gen::network(seed),
+        };
+        let bad = |e: nvdla_compiler::CompileError| -> Graph {
+            panic!("seed {seed}: the generator wrote a bad network: {e}\n{text}")
+        };
+        let model = random_weights(&text, seed).unwrap_or_else(|e| {
+            bad(e);
+            Vec::new()
+        });
+        if let Ok(dir) = std::env::var("NVDLA_RANDOM_DUMP") {
+            // The network as files, for nvdla-compiler --compare and the like.
+            let _ = std::fs::write(format!("{dir}/random{seed}.prototxt"), &text);
+            let _ = std::fs::write(format!("{dir}/random{seed}.caffemodel"), &model);
+        }
+        let g = caffe::load(&text, &model).unwrap_or_else(bad);
+        let input = Rng(seed ^ 0x5eed).vec(g.shape(g.inputs[0]).elements(), 1.0);
+        let values = nvdla_compiler::reference::run(&g, &[(g.inputs[0], input.clone())])
+            .unwrap_or_else(|e| panic!("seed {seed}: reference: {e}"));
+        let want = values[g.outputs[0].0].clone();
+        let cal = Calibration::from_activations(&values, RangeMethod::MaxAbs);
+        let mut line = format!("seed {seed:>4} ({} layers):", g.nodes.len());
+        for config in CONFIGS {
+            for precision in [Precision::Fp16, Precision::Int8] {
+                let r = catch_unwind(AssertUnwindSafe(|| {
+                    run(&g, config, precision, &cal, &input)
+                }))
+                .unwrap_or_else(|p| Err((Outcome::Fail, format!("panic: {}", panic_text(&*p)))));
+                let (outcome, detail) = match r {
+                    Ok(got) => judge(precision, &got, &want),
+                    Err(e) => e,
+                };
+                let tag = format!("{config} {precision:?}");
+                match outcome {
+                    Outcome::Pass => {
+                        pass += 1;
+                        if precision == Precision::Int8 {
+                            cosines.push(cosine_of(&detail));
+                        }
+                    }
+                    Outcome::Unsupported => {
+                        // A build without the precision is no finding.
+                        if !detail.contains("datapath") {
+                            unsupported.push(format!("seed {seed} {tag}: {detail}"));
+                        }
+                    }
+                    Outcome::Fail => failures.push(format!("seed {seed} {tag}: {detail}")),
+                }
+                let mark = match outcome {
+                    Outcome::Pass => ".",
+                    Outcome::Unsupported => "u",
+                    Outcome::Fail => "F",
+                };
+                line.push_str(mark);
+            }
+            line.push(' ');
+        }
+        eprintln!("{line}");
+        if failures
+            .iter()
+            .any(|f| f.starts_with(&format!("seed {seed} ")))
+        {
+            eprintln!("{text}");
+        }
+    }
+    cosines.sort_by(f64::total_cmp);
+    if !cosines.is_empty() {
+        eprintln!(
+            "int8 cosine: smallest {:.4}, median {:.4}",
+            cosines[0],
+            cosines[cosines.len() / 2]
+        );
+    }
+    eprintln!(
+        "unsupported ({}):\n{}",
+        unsupported.len(),
+        unsupported.join("\n")
+    );
+    eprintln!(
+        "{pass} passed, {} failed, {} unsupported",
+        failures.len(),
+        unsupported.len()
+    );
+    assert!(failures.is_empty(), "failures:\n{}", failures.join("\n"));
+}
+
+fn cosine_of(detail: &str) -> f64 {
+    detail
+        .strip_prefix("cosine ")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0)
+}
