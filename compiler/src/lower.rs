@@ -1248,6 +1248,41 @@ impl Lowering<'_> {
         self.p.add_surface(v)
     }
 
+    /// Lines `y0..y0 + h` and columns `x0..x0 + w` of surface `id`, read and written in
+    /// place with its strides.
+    fn window_view(
+        &mut self,
+        id: SurfId,
+        (y0, x0): (u32, u32),
+        (h, w): (u32, u32),
+        name: &str,
+    ) -> SurfId {
+        let ps = self.p.surface(id).clone();
+        let (parent, channel_offset, x, y) = match ps.kind {
+            SurfKind::View {
+                parent,
+                channel_offset,
+                x,
+                y,
+            } => (parent, channel_offset, x + x0, y + y0),
+            _ => (id, 0, x0, y0),
+        };
+        let mut v = ps;
+        v.name = name.to_string();
+        v.h = h;
+        v.w = w;
+        v.kind = SurfKind::View {
+            parent,
+            channel_offset,
+            x,
+            y,
+        };
+        v.size = (v.c.div_ceil(self.t.channels_per_atom()) - 1) * v.surf_stride
+            + (h - 1) * v.line_stride
+            + w * self.t.atom();
+        self.p.add_surface(v)
+    }
+
     /// A convolution computed as partial sums over `parts` of its input channels: part j
     /// convolves its channels (a view of the input) and adds part j-1's result in its
     /// SDP; the first adds the bias, the last writes the output and takes the
@@ -1972,19 +2007,42 @@ impl Lowering<'_> {
         if [pt, pl, pb, pr].iter().any(|&v| v > 7) {
             return Err(layer_err(n, "PDP padding is at most 7"));
         }
-        if p.kind == PoolKind::Avg {
+        // Average pooling whose windows do not all divide by the full window (ceil-mode
+        // windows past the declared padding; padding excluded from the divisor): the
+        // output splits into rectangles of equal divisor, one PDP operation each.
+        let segments = if p.kind == PoolKind::Avg {
             let [_, _, db, dr] = p.window.pad.map(|v| v as u32);
-            let padded = [pt, pl, pb, pr].iter().any(|&v| v > 0);
-            // Windows that run past the declared padding (ceil mode) count only the
-            // elements inside it in ONNX; Caffe's divisor is the full window.
-            let past_pad = pb > db || pr > dr;
-            if (padded && !p.count_include_pad) || (past_pad && n.source_type == "AveragePool") {
+            let include = p.count_include_pad;
+            let rows = avg_segments(s.h, kh, sh, pt, db, out.h as u32, include);
+            let cols = avg_segments(s.w, kw, sw, pl, dr, out.w as u32, include);
+            match (rows, cols) {
+                (Some(r), Some(c)) if r.len() == 1 && c.len() == 1 => None,
+                (Some(r), Some(c)) => Some((r, c)),
+                _ => {
+                    return Err(layer_err(
+                        n,
+                        "average pooling with a window that covers no input element or \
+                         whose divisor changes without a regular stride: PDP divides every \
+                         window of an operation by one size",
+                    ))
+                }
+            }
+        } else {
+            None
+        };
+        if let Some((rows, cols)) = &segments {
+            let bad = rows
+                .iter()
+                .chain(cols)
+                .find(|g| g.kernel > 8 || g.pad0 > 7 || g.pad1 > 7);
+            if let Some(g) = bad {
                 return Err(layer_err(
                     n,
-                    "average pooling whose windows overlap the padding and divide by the \
-                     valid elements only (count_include_pad = 0, or ceil_mode windows past \
-                     the padding): PDP divides every window by its full size, and the SDP \
-                     has no per-position divisor",
+                    format!(
+                        "average pooling split by divisor needs a {}-wide window with padding \
+                         {}/{}: PDP takes windows of 1..=8 and padding up to 7",
+                        g.kernel, g.pad0, g.pad1
+                    ),
                 ));
             }
         }
@@ -2008,18 +2066,47 @@ impl Lowering<'_> {
             dst
         };
         self.check_scale_kept(n, src, pooled)?;
-        self.p.ops.push(HwOp {
-            layers: vec![n.name.clone()],
-            kind: HwOpKind::Pdp(PdpOp {
-                src,
-                dst: pooled,
-                max: p.kind == PoolKind::Max,
-                kernel: [kh, kw],
-                stride: [sh, sw],
-                pad: [pt, pl, pb, pr],
-                pad_value: 0,
+        match segments {
+            None => self.p.ops.push(HwOp {
+                layers: vec![n.name.clone()],
+                kind: HwOpKind::Pdp(PdpOp {
+                    src,
+                    dst: pooled,
+                    max: p.kind == PoolKind::Max,
+                    kernel: [kh, kw],
+                    stride: [sh, sw],
+                    pad: [pt, pl, pb, pr],
+                    pad_value: 0,
+                }),
             }),
-        });
+            Some((rows, cols)) => {
+                for r in &rows {
+                    for c in &cols {
+                        let tag = format!("{}#y{}x{}", n.name, r.out0, c.out0);
+                        let part_in =
+                            self.window_view(src, (r.in0, c.in0), (r.in_len, c.in_len), &tag);
+                        let part_out = self.window_view(
+                            pooled,
+                            (r.out0, c.out0),
+                            (r.count, c.count),
+                            &format!("{tag}#out"),
+                        );
+                        self.p.ops.push(HwOp {
+                            layers: vec![n.name.clone()],
+                            kind: HwOpKind::Pdp(PdpOp {
+                                src: part_in,
+                                dst: part_out,
+                                max: false,
+                                kernel: [r.kernel, c.kernel],
+                                stride: [sh, sw],
+                                pad: [r.pad0, c.pad0, r.pad1, c.pad1],
+                                pad_value: 0,
+                            }),
+                        });
+                    }
+                }
+            }
+        }
         if rescale {
             let t = *self.t;
             let mut sdp = SdpStages::default();
@@ -2057,11 +2144,142 @@ struct ConvSpec {
     accumulate: Option<SurfId>,
 }
 
+/// Consecutive outputs of one average-pooling axis whose windows have one divisor, and
+/// the PDP window that computes them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct AvgSegment {
+    /// First output.
+    out0: u32,
+    /// Outputs.
+    count: u32,
+    /// First input element read.
+    in0: u32,
+    /// Input elements read.
+    in_len: u32,
+    /// PDP window: the divisor.
+    kernel: u32,
+    /// PDP padding before and after (zeros that count in the divisor).
+    pad0: u32,
+    pad1: u32,
+}
+
+/// The segments of one axis of average pooling: input `size`, window `k`, stride `st`,
+/// declared padding `p0`/`p1`, `n` outputs (Caffe's ceil mode may add a last window that
+/// runs past `p1`). A window's divisor is its extent clipped to the padded input
+/// (`count_include_pad`: Caffe's `min(start + k, size + pad)`, ONNX the same) or to the
+/// input (padding excluded). `None` when a window covers no input or outputs of one
+/// divisor do not step by the stride.
+fn avg_segments(
+    size: u32,
+    k: u32,
+    st: u32,
+    p0: u32,
+    p1: u32,
+    n: u32,
+    include_pad: bool,
+) -> Option<Vec<AvgSegment>> {
+    let (size, k, st, p0, p1) = (
+        i64::from(size),
+        i64::from(k),
+        i64::from(st),
+        i64::from(p0),
+        i64::from(p1),
+    );
+    // (clipped start, divisor) of each output.
+    let window = |o: i64| {
+        let start = o * st - p0;
+        let (lo, hi) = if include_pad {
+            (-p0, size + p1)
+        } else {
+            (0, size)
+        };
+        let (a, b) = (start.max(lo), (start + k).min(hi));
+        (a, b - a)
+    };
+    let mut segs: Vec<(i64, i64, i64, i64)> = Vec::new(); // (out0, count, start0, len)
+    for o in 0..i64::from(n) {
+        let (a, len) = window(o);
+        if len <= 0 || a + len <= 0 || a >= size {
+            return None;
+        }
+        match segs.last_mut() {
+            Some(g) if g.3 == len && a == g.2 + g.1 * st => g.1 += 1,
+            _ => segs.push((o, 1, a, len)),
+        }
+    }
+    segs.into_iter()
+        .map(|(out0, count, a, len)| {
+            let end = a + (count - 1) * st + len; // one past the last element windowed
+            let in0 = a.max(0);
+            let in_end = end.min(size);
+            Some(AvgSegment {
+                out0: u32::try_from(out0).ok()?,
+                count: u32::try_from(count).ok()?,
+                in0: u32::try_from(in0).ok()?,
+                in_len: u32::try_from(in_end - in0).ok()?,
+                kernel: u32::try_from(len).ok()?,
+                pad0: u32::try_from(in0 - a).ok()?,
+                pad1: u32::try_from(end - in_end).ok()?,
+            })
+        })
+        .collect()
+}
+
 /// A per-channel vector of length `c` from one of length `c` or 1.
 fn broadcast(v: &[f32], c: usize, n: &Node) -> Result<Vec<f32>> {
     match v.len() {
         1 => Ok(vec![v[0]; c]),
         l if l == c => Ok(v.to_vec()),
         l => Err(layer_err(n, format!("{l} values for {c} channels"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{avg_segments, AvgSegment};
+
+    fn seg(
+        out0: u32,
+        count: u32,
+        in0: u32,
+        in_len: u32,
+        kernel: u32,
+        pad: (u32, u32),
+    ) -> AvgSegment {
+        AvgSegment {
+            out0,
+            count,
+            in0,
+            in_len,
+            kernel,
+            pad0: pad.0,
+            pad1: pad.1,
+        }
+    }
+
+    #[test]
+    fn average_pooling_splits_where_the_divisor_changes() {
+        // Regular: 3x3 stride 1 pad 1 on 5, padding counted: one operation as before.
+        assert_eq!(
+            avg_segments(5, 3, 1, 1, 1, 5, true),
+            Some(vec![seg(0, 5, 0, 5, 3, (1, 1))])
+        );
+        // Caffe ceil mode (4 -> 3 with 3/2 pad 1): the last window [3, 6) runs past the
+        // padded input [-1, 5), so its divisor is 2.
+        assert_eq!(
+            avg_segments(4, 3, 2, 1, 1, 3, true),
+            Some(vec![seg(0, 2, 0, 4, 3, (1, 0)), seg(2, 1, 3, 1, 2, (0, 1))])
+        );
+        // Padding excluded: the first and last windows hold 2 elements, the others 3.
+        assert_eq!(
+            avg_segments(5, 3, 1, 1, 1, 5, false),
+            Some(vec![
+                seg(0, 1, 0, 2, 2, (0, 0)),
+                seg(1, 3, 0, 5, 3, (0, 0)),
+                seg(4, 1, 3, 2, 2, (0, 0)),
+            ])
+        );
+        // A window that covers no input.
+        assert_eq!(avg_segments(2, 2, 2, 0, 0, 3, true), None);
     }
 }
