@@ -1297,7 +1297,14 @@ impl Lowering<'_> {
     ) -> Result<()> {
         let n = &self.g.nodes[i];
         let name = n.name.clone();
-        let partial_scale = if self.t.precision == Precision::Int8 {
+        let c = self.p.surface(spec.src).c as usize;
+        let taps = (spec.kernel[0] * spec.kernel[1]) as usize;
+        // int8: the running sum over the first parts is stored at a scale of its own. It
+        // may far exceed the whole sum's range (the later channels cancel it), so the
+        // scale is the larger of twice the output's and the sum's spread for inputs at
+        // their full range with independent signs: sqrt(sum w^2) * (127 * input scale),
+        // the largest over the kernels, plus the bias.
+        let out_scale = if self.t.precision == Precision::Int8 {
             let s = self.scale_of(self.out_tensor(n)?, false);
             if !(s.is_finite() && s > 0.0) {
                 return Err(layer_err(
@@ -1307,12 +1314,23 @@ impl Lowering<'_> {
                      are scaled from",
                 ));
             }
-            2.0 * s
+            Some(f64::from(s))
         } else {
-            1.0
+            None
         };
-        let c = self.p.surface(spec.src).c as usize;
-        let taps = (spec.kernel[0] * spec.kernel[1]) as usize;
+        let input_range = 127.0 * f64::from(self.p.surface(spec.src).scale);
+        let partial_scale = |c1: usize| -> f32 {
+            let Some(out) = out_scale else { return 1.0 };
+            let spread = (0..spec.kernels as usize)
+                .map(|k| {
+                    let w = &spec.weights[k * c * taps..k * c * taps + c1 * taps];
+                    let norm = w.iter().map(|&v| f64::from(v).powi(2)).sum::<f64>().sqrt();
+                    let bias = spec.bias.as_ref().map_or(0.0, |b| f64::from(b[k]).abs());
+                    norm * input_range + bias
+                })
+                .fold(0.0f64, f64::max);
+            (2.0 * out).max(spread / 127.0) as f32
+        };
         let mut prev = None;
         for (j, &(c0, c1)) in parts.iter().enumerate() {
             let src = self.channel_view(spec.src, c0, c1 - c0, format!("{name}#c{c0}"));
@@ -1334,7 +1352,7 @@ impl Lowering<'_> {
                     spec.out[1],
                     SurfKind::Pool,
                 );
-                tmp.scale = partial_scale;
+                tmp.scale = partial_scale(c1 as usize);
                 Some(self.p.add_surface(tmp))
             };
             self.emit_conv(
@@ -1951,7 +1969,8 @@ impl Lowering<'_> {
                     src: Some(dst),
                     dst: out,
                     stages,
-                    lut: None,
+                    // A fused sigmoid or tanh brings its table.
+                    lut: sdp.lut(),
                     out_cvt,
                 }),
             });

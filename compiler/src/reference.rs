@@ -53,6 +53,20 @@ use crate::ir::{
 /// and no node reads it). [`CompileError::Layer`], naming the node, for a malformed node or
 /// an input value that is missing or of the wrong length where the node reads it.
 pub fn run(graph: &Graph, inputs: &[(TensorId, Vec<f32>)]) -> Result<Vec<Vec<f32>>> {
+    run_with(graph, inputs, |_, _| {})
+}
+
+/// [`run`], with `each` called on every value a node produces before later nodes read it
+/// (to simulate a precision: rounding every tensor to its int8 scale, for example).
+///
+/// # Errors
+///
+/// As [`run`].
+pub fn run_with(
+    graph: &Graph,
+    inputs: &[(TensorId, Vec<f32>)],
+    mut each: impl FnMut(TensorId, &mut [f32]),
+) -> Result<Vec<Vec<f32>>> {
     graph.check().map_err(CompileError::Network)?;
     let mut values: Vec<Option<Vec<f32>>> = vec![None; graph.tensors.len()];
     let mut produced = vec![false; graph.tensors.len()];
@@ -102,7 +116,8 @@ pub fn run(graph: &Graph, inputs: &[(TensorId, Vec<f32>)]) -> Result<Vec<Vec<f32
         let outs = eval_node(graph, node, &values).map_err(|reason| {
             CompileError::layer(node.name.clone(), node.source_type.clone(), reason)
         })?;
-        for (t, v) in node.outputs.iter().zip(outs) {
+        for (t, mut v) in node.outputs.iter().zip(outs) {
+            each(*t, &mut v);
             values[t.0] = Some(v);
         }
     }

@@ -446,8 +446,9 @@ fn pooling_shapes_follow_caffe() {
         o([1, 1, 7, 7], "pool: MAX kernel_size: 3 stride: 2 pad: 1"),
         s(1, 1, 4, 4)
     );
-    // Without padding the clip rule does not apply (Caffe): ceil((5-1)/3)+1 = 3.
-    assert_eq!(o([1, 1, 5, 5], "kernel_size: 1 stride: 3"), s(1, 1, 3, 3));
+    // Without padding the clip rule does not apply (Caffe): ceil((7-1)/3)+1 = 3, the last
+    // window at 6 (over 5 its start would be past the input: refused, `pooling_errors`).
+    assert_eq!(o([1, 1, 7, 7], "kernel_size: 1 stride: 3"), s(1, 1, 3, 3));
     // Kernel larger than the input by less than the stride: ceil(-1/2) + 1 = 1.
     assert_eq!(o([1, 1, 2, 2], "kernel_size: 3 stride: 2"), s(1, 1, 1, 1));
     // Rectangular: AlexNet-like 55 -> 27; h/w parameters.
@@ -491,6 +492,8 @@ fn pooling_errors() {
     assert!(r([1, 1, 4, 4], "stride: 2").contains("kernel_size"));
     assert!(r([1, 1, 4, 4], "kernel_size: 2 pad: 1 pad_h: 1 pad_w: 1").contains("not both"));
     assert!(r([1, 1, 2, 2], "kernel_size: 5 stride: 1").contains("pooled size"));
+    // Rounded up, a 1-wide window with stride 2 over 8 would start at 8: no element.
+    assert!(r([1, 1, 1, 8], "kernel_size: 1 stride: 2").contains("covers no element"));
     assert!(r([1, 1, 4, 4], "pool: MIN kernel_size: 2").contains("one of MAX, AVE"));
     // A 2-D input (InnerProduct output) cannot be pooled.
     let p = net(

@@ -355,6 +355,14 @@ fn pooled(
     if padded && (out - 1) * s >= input + p {
         return Err(ctx.err("the last pooling window starts beyond the padded input"));
     }
+    // Without padding Caffe keeps a rounded-up window that starts past the input (a
+    // kernel smaller than the stride): it would pool nothing.
+    if (out - 1) * s - p >= input {
+        return Err(ctx.err(format!(
+            "the last pooling window starts beyond the input (input {input}, kernel {k}, \
+             stride {s}): it covers no element"
+        )));
+    }
     Ok(out as usize)
 }
 
