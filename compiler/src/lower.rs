@@ -1522,11 +1522,17 @@ impl Lowering<'_> {
             )
             .map_err(|e| layer_err(n, e))?;
         }
+        let unit: Option<Vec<f64>> = if t.precision == Precision::Int8 {
+            let s_src = self.require_scale(spec.src)?;
+            Some(weight_scales.iter().map(|w| s_src * w).collect())
+        } else {
+            None
+        };
         let dst = match spec.dst {
             Some(d) => d,
             None => {
                 let out_t = self.out_tensor(n)?;
-                let (last, fused) = self.fuse_elementwise(out_t, &mut sdp)?;
+                let (last, fused) = self.fuse_elementwise(out_t, &mut sdp, unit.as_deref())?;
                 layers.extend(fused);
                 self.output_surface(last)
             }
@@ -1541,12 +1547,6 @@ impl Lowering<'_> {
                 ),
             ));
         }
-        let unit = if t.precision == Precision::Int8 {
-            let s_src = self.require_scale(spec.src)?;
-            Some(weight_scales.iter().map(|w| s_src * w).collect())
-        } else {
-            None
-        };
         let (stages, out_cvt) = self.encode_sdp(&sdp, &n.name, dst, unit)?;
         let lut = sdp.lut();
         let mut o0 = 0;
@@ -1634,10 +1634,13 @@ impl Lowering<'_> {
     /// Folds the element-wise layers that follow tensor `t` into `sdp` while they can be:
     /// `t` feeds only that layer, is not a network output, and the layer's other inputs
     /// are already computed. Returns the last tensor computed and the layers fused.
+    /// `unit` (int8): the SDP input's unit, to check that the int8 plan of the chain still
+    /// fits the build's stages before a layer joins it.
     fn fuse_elementwise(
         &mut self,
         mut t: TensorId,
         sdp: &mut SdpStages,
+        unit: Option<&[f64]>,
     ) -> Result<(TensorId, Vec<String>)> {
         let g = self.g;
         let mut fused = Vec::new();
@@ -1653,7 +1656,14 @@ impl Lowering<'_> {
             }
             let n = &g.nodes[j];
             let Ok(out) = self.out_tensor(n) else { break };
+            let (before, luts) = (sdp.clone(), self.p.luts.len());
             match self.elementwise_stages(n, t, sdp)? {
+                Ok(()) if unit.is_some_and(|u| !self.int8_fits(sdp, u, out)) => {
+                    // Too many int8 stages: the chain goes on in another SDP operation.
+                    *sdp = before;
+                    self.p.luts.truncate(luts);
+                    break;
+                }
                 Ok(()) => {
                     self.done[j] = true;
                     fused.push(n.name.clone());
@@ -1663,6 +1673,17 @@ impl Lowering<'_> {
             }
         }
         Ok((t, fused))
+    }
+
+    /// Whether `sdp`, ending in tensor `out`, has an int8 plan that fits the build (from the
+    /// input unit `unit`); true when `out` has no scale yet (encoding then says why).
+    fn int8_fits(&self, sdp: &SdpStages, unit: &[f64], out: TensorId) -> bool {
+        let out_scale = f64::from(self.scale_of(out, false));
+        if !(out_scale.is_finite() && out_scale > 0.0) {
+            return true;
+        }
+        let scale_of = |id: SurfId| f64::from(self.p.surface(id).scale);
+        sdp.fits_int8(self.t, unit, out_scale, &scale_of)
     }
 
     /// Adds the SDP stages for element-wise node `n` whose main input is `main`. The
@@ -1855,10 +1876,10 @@ impl Lowering<'_> {
             }
             sdp.push(&t, Stage::Pass).map_err(|e| layer_err(n, e))?;
         }
-        let (last, fused) = self.fuse_elementwise(out, &mut sdp)?;
+        let unit = self.uniform_unit(src)?;
+        let (last, fused) = self.fuse_elementwise(out, &mut sdp, unit.as_deref())?;
         layers.extend(fused);
         let dst = self.output_surface(last);
-        let unit = self.uniform_unit(src)?;
         let (stages, out_cvt) = self.encode_sdp(&sdp, &n.name, dst, unit)?;
         self.p.ops.push(HwOp {
             layers,
@@ -1957,9 +1978,9 @@ impl Lowering<'_> {
                 },
             )
             .map_err(|e| layer_err(n, e))?;
-            let (last, fused) = self.fuse_elementwise(out_t, &mut sdp)?;
-            let out = self.output_surface(last);
             let unit = self.uniform_unit(dst)?;
+            let (last, fused) = self.fuse_elementwise(out_t, &mut sdp, unit.as_deref())?;
+            let out = self.output_surface(last);
             let (stages, out_cvt) = self.encode_sdp(&sdp, &n.name, out, unit)?;
             let mut layers = vec![format!("{}#scale", n.name)];
             layers.extend(fused);

@@ -11,7 +11,7 @@ use crate::engine::{Operand, Program, SdpStage, SurfId};
 use crate::error::{CompileError, Result};
 use crate::pack;
 use crate::target::{Precision, Target};
-use nvdla_loadable::dla::{Activation as Act, SdpAluType, SdpOpType};
+use nvdla_loadable::dla::{Activation as Act, LutParam, SdpAluType, SdpOpType};
 
 /// What one stage computes, before encoding.
 #[derive(Debug, Clone, PartialEq)]
@@ -421,8 +421,50 @@ impl SdpStages {
         out_scale: f64,
         scale_of: &dyn Fn(SurfId) -> f64,
     ) -> Result<Int8Encoding> {
-        let c = unit.len();
         let err = |m: String| CompileError::layer(layer, "SDP", m);
+        let plan = self.plan_int8(t, unit, out_scale, scale_of).map_err(err)?;
+        for (l, table) in plan.luts {
+            p.luts[l] = table;
+        }
+        let phys = plan.phys;
+        let lut = matches!(phys.last(), Some(Phys::Lut));
+        let slots: Vec<usize> = (0..2).filter(|&i| Self::available(t, i)).collect();
+        let arith = phys.len() - usize::from(lut);
+        let mut out = [None; 3];
+        for (ph, &slot) in phys[..arith].iter().zip(&slots) {
+            out[slot] = Some(encode_int8_stage(p, t, layer, ph).map_err(err)?);
+        }
+        if lut {
+            out[2] = Some(encode_int8_stage(p, t, layer, &Phys::Lut).map_err(err)?);
+        }
+        Ok((out, plan.cvt))
+    }
+
+    /// Whether [`Self::encode_int8`] can encode these stages (the int8 plan fits the
+    /// build's X1/X2 stages besides a LUT), without encoding them. The lowering asks it
+    /// before fusing another element-wise layer, so that a chain too long for int8 goes
+    /// on in another SDP operation.
+    pub fn fits_int8(
+        &self,
+        t: &Target,
+        unit: &[f64],
+        out_scale: f64,
+        scale_of: &dyn Fn(SurfId) -> f64,
+    ) -> bool {
+        self.plan_int8(t, unit, out_scale, scale_of).is_ok()
+    }
+
+    /// The int8 plan: the physical stages, the LUT tables to install (index, table) and
+    /// the output converter; an error when it needs more stages than the build has.
+    fn plan_int8(
+        &self,
+        t: &Target,
+        unit: &[f64],
+        out_scale: f64,
+        scale_of: &dyn Fn(SurfId) -> f64,
+    ) -> std::result::Result<Int8Plan, String> {
+        let c = unit.len();
+        let mut luts = Vec::new();
         let sem: Vec<(&Stage, Act)> = self.stages.iter().flatten().map(|(s, a)| (s, *a)).collect();
         // The unit an eltwise operand needs the value in: its scale / 2^shift, near the
         // output's unit with guard bits.
@@ -540,10 +582,10 @@ impl SdpStages {
                     }
                     // Its output: the function at unit out_scale / 2^8 (int16 entries).
                     let u_out = out_scale / 2f64.powi(GUARD_BITS);
-                    let mut table = crate::lut::int8_linear(-32768, 8, |x| {
+                    let table = crate::lut::int8_linear(-32768, 8, |x| {
                         (f.eval(x * u_in) / u_out).round().clamp(-32768.0, 32767.0) as i16
                     });
-                    std::mem::swap(&mut p.luts[*l], &mut table);
+                    luts.push((*l, table));
                     phys.push(Phys::Lut);
                     u = vec![u_out; c];
                 }
@@ -564,10 +606,10 @@ impl SdpStages {
         }
         let (cvt_m, cvt_s) = crate::quant::fixed_point(u[0] / out_scale, MAX_M, MAX_TRUNCATE);
         if cvt_m == 0 {
-            return Err(err(format!(
+            return Err(format!(
                 "the output scale {out_scale:e} is out of range of the converter for unit {:e}",
                 u[0]
-            )));
+            ));
         }
 
         // Slots: X1 and X2; the Y unit (which computes in another order) only for the LUT.
@@ -575,21 +617,25 @@ impl SdpStages {
         let slots: Vec<usize> = (0..2).filter(|&i| Self::available(t, i)).collect();
         let arith = phys.len() - usize::from(lut);
         if arith > slots.len() {
-            return Err(err(format!(
+            return Err(format!(
                 "needs {arith} SDP stages besides a LUT in int8, {} has {}",
                 t.hw.name,
                 slots.len()
-            )));
+            ));
         }
-        let mut out = [None; 3];
-        for (ph, &slot) in phys[..arith].iter().zip(&slots) {
-            out[slot] = Some(encode_int8_stage(p, t, layer, ph).map_err(err)?);
-        }
-        if lut {
-            out[2] = Some(encode_int8_stage(p, t, layer, &Phys::Lut).map_err(err)?);
-        }
-        Ok((out, (cvt_m as i16, cvt_s as u8)))
+        Ok(Int8Plan {
+            phys,
+            luts,
+            cvt: (cvt_m as i16, cvt_s as u8),
+        })
     }
+}
+
+/// What [`SdpStages::plan_int8`] decides.
+struct Int8Plan {
+    phys: Vec<Phys>,
+    luts: Vec<(usize, LutParam)>,
+    cvt: (i16, u8),
 }
 
 fn encode_int8_stage(
