@@ -48,11 +48,14 @@ pub(super) fn program<H: Hw>(ctx: &mut Ctx<'_, H>, s: &BdmaSurfaceDesc) -> Resul
     )
 }
 
-/// Bytes a strided block spans from its first byte.
+/// Bytes a strided block spans from its first byte (saturating: the checks before it
+/// record an error and go on, so the fields may be anything here; a saturated extent
+/// fails the range check).
 fn extent(line_size: u32, lines: u32, line_stride: u32, surfaces: u32, surf_stride: u32) -> u64 {
-    u64::from(surfaces.saturating_sub(1)) * u64::from(surf_stride)
-        + u64::from(lines.saturating_sub(1)) * u64::from(line_stride)
-        + u64::from(line_size)
+    // Each product of two u32 fits in a u64; their sum may not.
+    (u64::from(surfaces.saturating_sub(1)) * u64::from(surf_stride))
+        .saturating_add(u64::from(lines.saturating_sub(1)) * u64::from(line_stride))
+        .saturating_add(u64::from(line_size))
 }
 
 fn program_transfer<H: Hw>(
@@ -197,4 +200,17 @@ pub(super) fn enable<H: Hw>(ctx: &mut Ctx<'_, H>, group: u8, empty: bool) -> Res
         )?;
     }
     Ok(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::extent;
+
+    #[test]
+    fn extent_saturates_instead_of_overflowing() {
+        assert_eq!(extent(32, 2, 64, 3, 256), 2 * 256 + 64 + 32);
+        // Fields a failed check let through (fuzz: baremetal_image, "attempt to add
+        // with overflow"): the sum of two u32 x u32 products exceeds u64.
+        assert_eq!(extent(u32::MAX, u32::MAX, u32::MAX, u32::MAX, u32::MAX), u64::MAX);
+    }
 }

@@ -399,8 +399,9 @@ impl<H: Hw> Ctx<'_, H> {
                     .task
                     .read_roi(self.hw, self.op.roi)?
                     .ok_or(self.invalid(field, 0))?;
-                let off = u64::from(roi.top) * u64::from(cube.line_stride)
-                    + u64::from(bpp) * u64::from(roi.left);
+                // Saturating: a huge offset fails the address check.
+                let off = (u64::from(roi.top) * u64::from(cube.line_stride))
+                    .saturating_add(u64::from(bpp) * u64::from(roi.left));
                 Ok(self.hw.address_at(d.surface, off, 1)?.0)
             }
             (_, Some(_)) => Err(Error::NoAddress {
