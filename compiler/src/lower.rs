@@ -57,7 +57,7 @@ pub fn lower_with(
     opts: &crate::CompileOptions,
 ) -> Result<Program> {
     check_batch(g)?;
-    let split = split_eltwise(g);
+    let (split, partials) = split_eltwise(g);
     let (placed, like) = place_concats(&split, t);
     let g = &placed;
     if t.precision == Precision::Int8 && q.cal.is_none() {
@@ -80,6 +80,25 @@ pub fn lower_with(
     for (new, orig) in like {
         let scale = l.scale_of(orig, false);
         l.inherit.insert(new, scale);
+    }
+    // The running results of a split element-wise layer, where the calibration has none
+    // (it was made on the network before the split): the largest value their inputs can
+    // give, so that no partial result saturates.
+    for p in partials {
+        if l.scale_of(p.tensor, false).is_finite() {
+            continue;
+        }
+        let scales: Vec<(f32, f32)> = p
+            .inputs
+            .iter()
+            .map(|&(x, c)| (l.scale_of(x, false), c))
+            .collect();
+        let scale = match p.kind {
+            EltwiseKind::Sum => scales.iter().map(|(s, c)| s * c.abs()).sum(),
+            EltwiseKind::Max => scales.iter().map(|(s, _)| *s).fold(0.0, f32::max),
+            EltwiseKind::Prod => scales.iter().map(|(s, _)| s * 127.0).product::<f32>() / 127.0,
+        };
+        l.inherit.insert(p.tensor, scale);
     }
     for (i, &input) in g.inputs.iter().enumerate() {
         let s = l.new_surface(input, SurfKind::Input(i));
@@ -233,9 +252,19 @@ fn check_batch(g: &Graph) -> Result<()> {
     Ok(())
 }
 
+/// A running result of a split element-wise layer: `kind` over `inputs` (tensor,
+/// coefficient).
+struct Partial {
+    tensor: TensorId,
+    kind: EltwiseKind,
+    inputs: Vec<(TensorId, f32)>,
+}
+
 /// Element-wise layers of more than two inputs as chains of two-input ones (the SDP
 /// combines its input with one operand): `sum(c_i x_i) = (c_0 x_0 + c_1 x_1) + c_2 x_2 ...`.
-fn split_eltwise(g: &Graph) -> Graph {
+/// Returns the graph and the running results it added.
+fn split_eltwise(g: &Graph) -> (Graph, Vec<Partial>) {
+    let mut partials = Vec::new();
     let mut out = Graph {
         name: g.name.clone(),
         tensors: g.tensors.clone(),
@@ -254,7 +283,13 @@ fn split_eltwise(g: &Graph) -> Graph {
                     let t = if i == last {
                         n.outputs[0]
                     } else {
-                        out.add_tensor(format!("{}#{i}", n.name), shape)
+                        let t = out.add_tensor(format!("{}#{i}", n.name), shape);
+                        partials.push(Partial {
+                            tensor: t,
+                            kind: *kind,
+                            inputs: (0..=i).map(|j| (n.inputs[j], coeff(j))).collect(),
+                        });
+                        t
                     };
                     let c = if *kind == EltwiseKind::Sum {
                         vec![if i == 1 { coeff(0) } else { 1.0 }, coeff(i)]
@@ -281,7 +316,7 @@ fn split_eltwise(g: &Graph) -> Graph {
             _ => out.nodes.push(n.clone()),
         }
     }
-    out
+    (out, partials)
 }
 
 /// Concatenations whose inputs cannot be written into one surface in place (an input
@@ -1464,7 +1499,10 @@ impl Lowering<'_> {
         let out_h = spec.out[0];
         // The most input rows a chunk of r output rows reads (one clear of both edges).
         let span = |r: u32| (r - 1) * spec.stride[0] + spec.dilation[0] * (kh - 1) + 1;
-        let fits = |r: u32| data_banks_for(span(r).min(s.h)) + min_w <= banks;
+        // A single operation (all output rows) makes the CDMA fetch every input row, even
+        // rows a strided kernel never reads; a chunk fetches its window.
+        let fetched = |r: u32| if r >= out_h { s.h } else { span(r).min(s.h) };
+        let fits = |r: u32| data_banks_for(fetched(r)) + min_w <= banks;
         let chunk = if data_banks_for(s.h) + min_w <= banks {
             out_h
         } else {
@@ -1586,6 +1624,16 @@ impl Lowering<'_> {
             // input's rows for a single operation, even those a strided or short kernel
             // never reads (a 1x1 stride-2 convolution of 28 rows reads 27).
             let data_banks = data_banks_for(if whole { s.h } else { rows });
+            if data_banks + min_w > banks {
+                return Err(layer_err(
+                    n,
+                    format!(
+                        "rows {o0}..{o1}: {data_banks} data banks and {min_w} for weights \
+                         exceed the {banks} of {}",
+                        t.hw.name
+                    ),
+                ));
+            }
             // Upstream's order of preference: all weights resident; else two kernel
             // groups (ping-pong); else one.
             let weight_banks = if data_banks + total_w <= banks {

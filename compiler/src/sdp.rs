@@ -496,6 +496,30 @@ impl SdpStages {
                 |(tu, _)| tu,
             );
             match stage {
+                // A multiplication alone changes only the unit the value is counted in
+                // (real = v * u): the next requantizing step absorbs it. A negative unit
+                // would turn a later ReLU, bound or PReLU around, so a negative factor is
+                // folded only when every later stage requantizes first (an affine, a sum
+                // or maximum with an operand, the LUT) and the output converter ends it.
+                Stage::Affine {
+                    scale: Some(scale),
+                    bias: None,
+                } if *act == Act::None
+                    && scale.iter().all(|&a| a != 0.0 && a.is_finite())
+                    && (scale.iter().all(|&a| a > 0.0)
+                        || sem[i + 1..].iter().all(|(s, _)| {
+                            matches!(
+                                s,
+                                Stage::Affine { .. }
+                                    | Stage::Eltwise { mul: false, .. }
+                                    | Stage::Lut(..)
+                            )
+                        })) =>
+                {
+                    for (x, &a) in u.iter_mut().zip(scale) {
+                        *x *= f64::from(a);
+                    }
+                }
                 Stage::Affine { scale, bias } => {
                     let a: Vec<f64> = (0..c)
                         .map(|k| scale.as_ref().map_or(1.0, |s| f64::from(s[k])))

@@ -207,7 +207,7 @@ impl Gen {
 
     fn step(&mut self) {
         let x = self.blobs.last().cloned().expect("a blob");
-        match self.int(0, 15) {
+        match self.int(0, 18) {
             0..=3 => self.conv(&x),
             4 | 5 => self.pool(&x),
             6 => {
@@ -245,6 +245,19 @@ impl Gen {
                 self.add("Concat", &[&x, &y], "", x.c + y.c, x.h, x.w);
             }
             14 => self.deconv(&x),
+            15 => self.in_place("Scale", &x, "scale_param { bias_term: false }"),
+            16 => {
+                // Three inputs with coefficients (a chain of SDP operations).
+                let y = self.partner(&x, true);
+                let z = self.partner(&x, true);
+                let p = "eltwise_param { operation: SUM coeff: 0.5 coeff: -1 coeff: 2 }";
+                self.add("Eltwise", &[&x, &y, &z], p, x.c, x.h, x.w);
+            }
+            17 => {
+                let y = self.partner(&x, false);
+                let z = self.partner(&x, false);
+                self.add("Concat", &[&x, &y, &z], "", x.c + y.c + z.c, x.h, x.w);
+            }
             _ => {
                 let p = "power_param { power: 1 scale: 0.5 shift: 0.25 }";
                 self.add("Power", &[&x], p, x.c, x.h, x.w);
@@ -260,8 +273,12 @@ impl Gen {
             blobs: Vec::new(),
             layers: 0,
         };
-        let c = g.pick(&[1, 3, 4, 8, 16, 17]);
-        let (h, w) = (g.int(5, 24), g.int(5, 24));
+        // Mostly small; one in five large enough for row splits of the CBUF.
+        let (c, h, w) = if g.chance(0.2) {
+            (g.pick(&[16, 32, 64]), g.int(32, 64), g.int(32, 64))
+        } else {
+            (g.pick(&[1, 3, 4, 8, 16, 17]), g.int(5, 24), g.int(5, 24))
+        };
         let _ = writeln!(
             g.text,
             "name: \"random{seed}\"\ninput: \"data\"\ninput_shape {{ dim: 1 dim: {c} dim: {h} dim: {w} }}"
@@ -286,6 +303,12 @@ impl Gen {
             if g.chance(0.5) {
                 let x = g.blobs.last().cloned().expect("a blob");
                 g.add("Softmax", &[&x], "", out, 1, 1);
+                if g.chance(0.3) {
+                    // A CPU task between hardware tasks.
+                    let x = g.blobs.last().cloned().expect("a blob");
+                    let p = "inner_product_param { num_output: 5 }";
+                    g.add("InnerProduct", &[&x], p, 5, 1, 1);
+                }
             }
         }
         g.text

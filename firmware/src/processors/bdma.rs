@@ -211,6 +211,9 @@ mod tests {
         assert_eq!(extent(32, 2, 64, 3, 256), 2 * 256 + 64 + 32);
         // Fields a failed check let through (fuzz: baremetal_image, "attempt to add
         // with overflow"): the sum of two u32 x u32 products exceeds u64.
-        assert_eq!(extent(u32::MAX, u32::MAX, u32::MAX, u32::MAX, u32::MAX), u64::MAX);
+        assert_eq!(
+            extent(u32::MAX, u32::MAX, u32::MAX, u32::MAX, u32::MAX),
+            u64::MAX
+        );
     }
 }

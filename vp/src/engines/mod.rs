@@ -188,6 +188,11 @@ impl CubeLayout {
     /// Checks that every line of the cube lies inside memory, without touching it: an
     /// engine whose output DMA would fault refuses the layer before computing it (the
     /// fault is the same; the work is not done for nothing).
+    ///
+    /// An output whose lines overlap one another is refused as unsupported: its result
+    /// would depend on the write order, and such strides let a cube of hundreds of
+    /// millions of elements "fit" a small buffer (fuzz target `csb`: a PDP output of
+    /// 7944x264x64 written with a 224-byte line stride ran for minutes).
     pub fn check(&self, mem: &Memory) -> Result<(), EngineError> {
         check_cube("DMA", self.w, self.h, self.c)?;
         let len = (self.w as u64) * u64::from(self.atom);
@@ -196,7 +201,38 @@ impl CubeLayout {
                 mem.check(self.ram, self.line_addr(s, y), len)?;
             }
         }
+        if !self.lines_are_disjoint(len) {
+            return Err(EngineError::Unsupported {
+                block: "DMA",
+                msg: format!(
+                    "output lines of {len} bytes overlap: line stride {}, surface stride {}, \
+                     {} lines x {} surfaces",
+                    self.line_stride,
+                    self.surf_stride,
+                    self.h,
+                    self.surfaces()
+                ),
+            });
+        }
         Ok(())
+    }
+
+    /// Whether no two lines of `len` bytes share a byte, in either of the two layouts a
+    /// program can use: surfaces of consecutive lines, or lines of consecutive surfaces.
+    fn lines_are_disjoint(&self, len: u64) -> bool {
+        let (lines, surfaces) = (self.h as u64, self.surfaces() as u64);
+        // `apart(n, stride, block)`: n blocks of `block` bytes, `stride` apart, do not overlap.
+        let apart = |n: u64, stride: u64, block: u64| n <= 1 || stride >= block;
+        let span = |n: u64, stride: u64| {
+            (n.saturating_sub(1))
+                .saturating_mul(stride)
+                .saturating_add(len)
+        };
+        let surface_major = apart(lines, self.line_stride, len)
+            && apart(surfaces, self.surf_stride, span(lines, self.line_stride));
+        let line_major = apart(surfaces, self.surf_stride, len)
+            && apart(lines, self.line_stride, span(surfaces, self.surf_stride));
+        surface_major || line_major
     }
 
     /// Writes a cube given in the order of [`CubeLayout::read`]. Values are stored as
@@ -267,5 +303,32 @@ mod tests {
             i16::from_le_bytes([v[0], v[1]]) as i32,
             data[(17 * 2 + 1) * 2 + 1]
         );
+    }
+
+    #[test]
+    fn overlapping_output_lines_are_refused_before_computing() {
+        let mem = Memory::new(64, false);
+        let layout = |line_stride, surf_stride, w, h| CubeLayout {
+            ram: RamType::Dram,
+            base: 0,
+            line_stride,
+            surf_stride,
+            w,
+            h,
+            c: 64,
+            prec: Precision::Int16,
+            atom: 32,
+        };
+        // Packed surface-major and line-interleaved layouts, and a single line per
+        // surface whose line stride is irrelevant, are accepted.
+        assert!(layout(0x40, 0x80, 2, 2).check(&mem).is_ok());
+        assert!(layout(0x100, 0x40, 2, 2).check(&mem).is_ok());
+        assert!(layout(0, 0x40, 2, 1).check(&mem).is_ok());
+        // The fuzz case: lines far longer than their stride.
+        let e = layout(0xe0, 0x620, 7944, 264).check(&mem);
+        assert!(matches!(e, Err(EngineError::Unsupported { .. })), "{e:?}");
+        // Surfaces that overlap the previous surface's lines.
+        let e = layout(0x40, 0x40, 2, 2).check(&mem);
+        assert!(matches!(e, Err(EngineError::Unsupported { .. })), "{e:?}");
     }
 }
