@@ -89,6 +89,22 @@ impl BdmaOp {
                 ),
             });
         }
+        if !super::lines_are_disjoint(
+            self.line_bytes,
+            self.lines,
+            self.dst_line,
+            self.surfaces,
+            self.dst_surf,
+        ) {
+            return Err(EngineError::Unsupported {
+                block: "BDMA",
+                msg: format!(
+                    "destination lines of {} bytes overlap: line stride {}, surface stride {}, \
+                     {} lines x {} surfaces",
+                    self.line_bytes, self.dst_line, self.dst_surf, self.lines, self.surfaces
+                ),
+            });
+        }
         let mut buf = vec![0u8; self.line_bytes as usize];
         for s in 0..self.surfaces {
             for l in 0..self.lines {
@@ -178,5 +194,34 @@ mod tests {
             _ => 0,
         });
         assert!(op.run(&mut mem).is_err());
+    }
+
+    #[test]
+    fn overlapping_destination_lines_are_refused() {
+        let mut mem = Memory::new(64, false);
+        // The fuzz case's shape: many long lines written over one another.
+        let op = BdmaOp {
+            src: 0x8000_0000,
+            dst: 0x8100_0000,
+            line_bytes: 8192,
+            lines: 1 << 16,
+            surfaces: 4,
+            src_line: 0,
+            dst_line: 32,
+            src_surf: 0,
+            dst_surf: 0,
+            src_ram: RamType::Dram,
+            dst_ram: RamType::Dram,
+        };
+        let e = op.run(&mut mem);
+        assert!(matches!(e, Err(EngineError::Unsupported { .. })), "{e:?}");
+        // Reading one source line many times into distinct lines is a fill, and allowed.
+        let fill = BdmaOp {
+            lines: 4,
+            surfaces: 1,
+            dst_line: 8192,
+            ..op
+        };
+        fill.run(&mut mem).unwrap();
     }
 }

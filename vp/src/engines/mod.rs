@@ -132,6 +132,32 @@ pub fn check_cube(block: &'static str, w: usize, h: usize, c: usize) -> Result<(
     }
 }
 
+/// Whether `surfaces` x `lines` blocks of `len` bytes, `line_stride` and `surf_stride`
+/// apart, share no byte, in either of the two layouts a program can use: surfaces of
+/// consecutive lines, or lines of consecutive surfaces. Output DMAs whose lines overlap
+/// are refused: the result depends on the write order, and such strides let a transfer of
+/// gigabytes "fit" a small buffer (fuzz target `csb`).
+pub fn lines_are_disjoint(
+    len: u64,
+    lines: u64,
+    line_stride: u64,
+    surfaces: u64,
+    surf_stride: u64,
+) -> bool {
+    // `apart(n, stride, block)`: n blocks of `block` bytes, `stride` apart, do not overlap.
+    let apart = |n: u64, stride: u64, block: u64| n <= 1 || stride >= block;
+    let span = |n: u64, stride: u64| {
+        n.saturating_sub(1)
+            .saturating_mul(stride)
+            .saturating_add(len)
+    };
+    let surface_major =
+        apart(lines, line_stride, len) && apart(surfaces, surf_stride, span(lines, line_stride));
+    let line_major =
+        apart(surfaces, surf_stride, len) && apart(lines, line_stride, span(surfaces, surf_stride));
+    surface_major || line_major
+}
+
 impl CubeLayout {
     /// Channels per atom.
     pub fn cpa(&self) -> usize {
@@ -217,22 +243,15 @@ impl CubeLayout {
         Ok(())
     }
 
-    /// Whether no two lines of `len` bytes share a byte, in either of the two layouts a
-    /// program can use: surfaces of consecutive lines, or lines of consecutive surfaces.
+    /// Whether no two of the cube's lines of `len` bytes share a byte.
     fn lines_are_disjoint(&self, len: u64) -> bool {
-        let (lines, surfaces) = (self.h as u64, self.surfaces() as u64);
-        // `apart(n, stride, block)`: n blocks of `block` bytes, `stride` apart, do not overlap.
-        let apart = |n: u64, stride: u64, block: u64| n <= 1 || stride >= block;
-        let span = |n: u64, stride: u64| {
-            (n.saturating_sub(1))
-                .saturating_mul(stride)
-                .saturating_add(len)
-        };
-        let surface_major = apart(lines, self.line_stride, len)
-            && apart(surfaces, self.surf_stride, span(lines, self.line_stride));
-        let line_major = apart(surfaces, self.surf_stride, len)
-            && apart(lines, self.line_stride, span(surfaces, self.surf_stride));
-        surface_major || line_major
+        lines_are_disjoint(
+            len,
+            self.h as u64,
+            self.line_stride,
+            self.surfaces() as u64,
+            self.surf_stride,
+        )
     }
 
     /// Writes a cube given in the order of [`CubeLayout::read`]. Values are stored as
