@@ -247,6 +247,14 @@ impl Memory {
         self.dram_window = w;
     }
 
+    /// Bytes `ram` holds: the DRAM window's size, CVSRAM's, or 0 when absent.
+    pub fn capacity(&self, ram: RamType) -> u64 {
+        match ram {
+            RamType::Dram => self.dram_window.size,
+            RamType::Sram => self.sram.as_ref().map_or(0, |(w, _)| w.size),
+        }
+    }
+
     /// Range-checks an access.
     fn check_range(&self, ram: RamType, addr: u64, len: u64) -> Result<(), MemError> {
         match ram {

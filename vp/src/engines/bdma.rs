@@ -89,18 +89,21 @@ impl BdmaOp {
                 ),
             });
         }
-        if !super::lines_are_disjoint(
-            self.line_bytes,
-            self.lines,
-            self.dst_line,
-            self.surfaces,
-            self.dst_surf,
-        ) {
+        if total > mem.capacity(self.dst_ram)
+            && !super::lines_are_disjoint(
+                self.line_bytes,
+                self.lines,
+                self.dst_line,
+                self.surfaces,
+                self.dst_surf,
+            )
+        {
             return Err(EngineError::Unsupported {
                 block: "BDMA",
                 msg: format!(
-                    "destination lines of {} bytes overlap: line stride {}, surface stride {}, \
-                     {} lines x {} surfaces",
+                    "transfer of {total} bytes, more than its destination holds, written over \
+                     itself: lines of {} bytes, line stride {}, surface stride {}, {} lines x \
+                     {} surfaces",
                     self.line_bytes, self.dst_line, self.dst_surf, self.lines, self.surfaces
                 ),
             });
@@ -199,6 +202,10 @@ mod tests {
     #[test]
     fn overlapping_destination_lines_are_refused() {
         let mut mem = Memory::new(64, false);
+        mem.set_dram_window(crate::mem::Window {
+            base: 0x8000_0000,
+            size: 32 << 20,
+        });
         // The fuzz case's shape: many long lines written over one another.
         let op = BdmaOp {
             src: 0x8000_0000,
