@@ -354,6 +354,14 @@ fn run(
         );
     }
     let fail = |e: String| (Outcome::Fail, e);
+    // What `nvdla-loadable check` says of the loadable: no cube outside its buffer and no
+    // warning (an activation the hardware would drop, biases quantized to zero).
+    let parsed = nvdla_loadable::Loadable::parse(&compiled.loadable)
+        .map_err(|e| fail(format!("parse: {e}")))?;
+    nvdla_loadable::cubes::check(&parsed).map_err(|e| fail(format!("check: {e}")))?;
+    if let Some(w) = nvdla_loadable::lint::warnings(&parsed).first() {
+        return Err(fail(format!("check warns: {w}")));
+    }
     let mut dev = device(config);
     let mut rt =
         Runtime::load(dev.as_mut(), &compiled.loadable).map_err(|e| fail(format!("load: {e}")))?;

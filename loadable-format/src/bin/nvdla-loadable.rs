@@ -40,7 +40,7 @@ fn run(cli: Cli) -> Result<(), String> {
             let bytes = load(&file)?;
             let l = Loadable::parse(&bytes).map_err(|e| format!("{}: {e}", file.display()))?;
             let summary = inspect::summarize(&l);
-            for w in nvdla_loadable::lint::zero_bias_warnings(&l) {
+            for w in nvdla_loadable::lint::warnings(&l) {
                 eprintln!("warning: {w}");
             }
             if json {
@@ -59,7 +59,7 @@ fn run(cli: Cli) -> Result<(), String> {
                     // Data cubes the hardware would read or write must fit their buffers.
                     nvdla_loadable::cubes::check(&l)
                         .map_err(|e| format!("{}: {e}", file.display()))?;
-                    for w in nvdla_loadable::lint::zero_bias_warnings(&l) {
+                    for w in nvdla_loadable::lint::warnings(&l) {
                         println!("WARNING {}: {w}", file.display());
                     }
                     Ok(())
