@@ -77,6 +77,11 @@ impl LutFn {
 #[derive(Debug, Clone, Default)]
 pub struct SdpStages {
     stages: [Option<(Stage, Act)>; 3],
+    /// A per-channel factor after the last stage that takes no stage of its own: int8
+    /// counts it in the unit of the value, which the output converter absorbs (set only
+    /// in int8, when a scale-only affine finds no stage left: `c_m x_m + c_o x_o` on an
+    /// X1/X2-only build is `c_o (x_m c_m / c_o + x_o)`, the `c_o` here).
+    post_scale: Option<Vec<f32>>,
 }
 
 /// Why a layer could not be added.
@@ -107,6 +112,19 @@ impl SdpStages {
 
     /// Adds a stage after the used ones.
     pub fn push(&mut self, t: &Target, stage: Stage) -> std::result::Result<(), Refusal> {
+        if let Some(post) = &mut self.post_scale {
+            // Only another factor can follow a folded scale.
+            return match &stage {
+                Stage::Affine {
+                    scale: Some(scale),
+                    bias: None,
+                } if scale.len() == post.len() && foldable(scale) => {
+                    post.iter_mut().zip(scale).for_each(|(p, s)| *p *= s);
+                    Ok(())
+                }
+                _ => Err("no SDP stage left after a scale folded into the output converter".into()),
+            };
+        }
         // Merge an affine into a preceding affine without activation.
         if let Stage::Affine { scale, bias } = &stage {
             if let Some(i) = self.last() {
@@ -133,20 +151,33 @@ impl SdpStages {
         let want_y = matches!(stage, Stage::Lut(..));
         let slot = (start..3)
             .filter(|&i| !want_y || i == 2)
-            .find(|&i| Self::available(t, i))
-            .ok_or_else(|| {
-                let have: Vec<&str> = ["X1", "X2", "Y"]
-                    .iter()
-                    .enumerate()
-                    .filter(|(i, _)| Self::available(t, *i))
-                    .map(|(_, s)| *s)
-                    .collect();
-                format!(
-                    "no SDP stage left on {} (it has {})",
-                    t.hw.name,
-                    have.join(", ")
-                )
-            })?;
+            .find(|&i| Self::available(t, i));
+        if let (
+            None,
+            Stage::Affine {
+                scale: Some(scale),
+                bias: None,
+            },
+        ) = (slot, &stage)
+        {
+            if t.precision == Precision::Int8 && foldable(scale) && !self.is_empty() {
+                self.post_scale = Some(scale.clone());
+                return Ok(());
+            }
+        }
+        let slot = slot.ok_or_else(|| {
+            let have: Vec<&str> = ["X1", "X2", "Y"]
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| Self::available(t, *i))
+                .map(|(_, s)| *s)
+                .collect();
+            format!(
+                "no SDP stage left on {} (it has {})",
+                t.hw.name,
+                have.join(", ")
+            )
+        })?;
         self.stages[slot] = Some((stage, Act::None));
         Ok(())
     }
@@ -156,6 +187,14 @@ impl SdpStages {
     /// LUT; `dla_sdp_op_desc.y_op.act = RELU` is ignored by the firmware, hwarch "SDP"),
     /// so ReLU after a Y stage is refused and starts another SDP operation.
     pub fn relu(&mut self, t: &Target) -> std::result::Result<(), Refusal> {
+        // relu(s v) = s relu(v) for s > 0: the ReLU goes before a positive folded scale.
+        if let Some(post) = &self.post_scale {
+            if !post.iter().all(|&s| s > 0.0) {
+                return Err(
+                    "a ReLU after a negative scale folded into the output converter".into(),
+                );
+            }
+        }
         let slot = match self.last() {
             Some(i)
                 if self.stages[i].as_ref().is_some_and(|(s, a)| {
@@ -206,6 +245,13 @@ impl SdpStages {
         t: &Target,
         layer: &str,
     ) -> Result<[Option<SdpStage>; 3]> {
+        if self.post_scale.is_some() {
+            return Err(CompileError::layer(
+                layer,
+                "SDP",
+                "a scale folded into the output converter is for int8 only",
+            ));
+        }
         let mut out = [None; 3];
         for (slot, st) in self.stages.iter().enumerate() {
             let Some((stage, act)) = st else { continue };
@@ -237,6 +283,11 @@ fn compose(
         scale.iter().any(|&v| v != 1.0).then_some(scale),
         bias.iter().any(|&v| v != 0.0).then_some(bias),
     )
+}
+
+/// Whether a per-channel factor can be counted in the value's unit: finite and non-zero.
+fn foldable(scale: &[f32]) -> bool {
+    scale.iter().all(|&a| a != 0.0 && a.is_finite())
 }
 
 fn uniform(v: &[f32]) -> bool {
@@ -465,7 +516,17 @@ impl SdpStages {
     ) -> std::result::Result<Int8Plan, String> {
         let c = unit.len();
         let mut luts = Vec::new();
-        let sem: Vec<(&Stage, Act)> = self.stages.iter().flatten().map(|(s, a)| (s, *a)).collect();
+        let post = self.post_scale.clone().map(|scale| Stage::Affine {
+            scale: Some(scale),
+            bias: None,
+        });
+        let sem: Vec<(&Stage, Act)> = self
+            .stages
+            .iter()
+            .flatten()
+            .map(|(s, a)| (s, *a))
+            .chain(post.as_ref().map(|s| (s, Act::None)))
+            .collect();
         // The unit an eltwise operand needs the value in: its scale / 2^shift, near the
         // output's unit with guard bits.
         let elt_target = |other: SurfId| -> (f64, u8) {
@@ -864,5 +925,62 @@ mod tests {
         s.push(&t, Stage::PRelu(vec![0.1])).unwrap();
         s.relu(&t).unwrap();
         assert!(matches!(s.stages[1], Some((Stage::Pass, Act::Relu))));
+    }
+
+    #[test]
+    fn int8_folds_a_trailing_scale_into_the_output_converter() {
+        // c_m x_m + c_o x_o on an X1/X2-only build: c_o (x_m c_m / c_o + x_o).
+        let int8 = Target::new(&nvdla_hw::NV_SMALL, Precision::Int8).unwrap();
+        let fp16 = Target::new(&nvdla_hw::NV_SMALL, Precision::Fp16).unwrap();
+        let scale = |v: f32| Stage::Affine {
+            scale: Some(vec![v; 2]),
+            bias: None,
+        };
+        let sum = || Stage::Eltwise {
+            alu: SdpAluType::Sum,
+            mul: false,
+            other: SurfId(1),
+        };
+        let mut s = SdpStages::default();
+        s.push(&int8, scale(0.25)).unwrap();
+        s.push(&int8, sum()).unwrap();
+        s.push(&int8, scale(2.0)).unwrap();
+        assert_eq!(s.post_scale, Some(vec![2.0; 2]));
+        s.relu(&int8).unwrap();
+        assert!(matches!(
+            s.stages[1],
+            Some((Stage::Eltwise { .. }, Act::Relu))
+        ));
+        // A further factor composes, anything else is refused unchanged.
+        s.push(&int8, scale(-3.0)).unwrap();
+        assert_eq!(s.post_scale, Some(vec![-6.0; 2]));
+        let before = format!("{s:?}");
+        assert!(s.relu(&int8).is_err());
+        assert!(s.push(&int8, Stage::Pass).is_err());
+        assert_eq!(format!("{s:?}"), before);
+        // The plan: a requantizing affine and the sum in X1 and X2, the factor in the
+        // converter. The sum counts in the operand's unit with 8 guard bits (2^-12), so
+        // the converter multiplies by -6 * 2^-12 / 2^-4 = -6/256.
+        let plan = s.plan_int8(&int8, &[2f64.powi(-8); 2], 2f64.powi(-4), &|_| {
+            2f64.powi(-4)
+        });
+        let plan = plan.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(plan.phys.len(), 2);
+        assert!(matches!(plan.phys[1], Phys::Eltwise { .. }));
+        let (m, sh) = plan.cvt;
+        assert!(
+            (f64::from(m) / 2f64.powi(i32::from(sh)) + 6.0 / 256.0).abs() < 1e-6,
+            "{m} >> {sh}"
+        );
+        // fp16 has no converter scale: the third stage is refused.
+        let mut s = SdpStages::default();
+        s.push(&fp16, scale(0.25)).unwrap();
+        s.push(&fp16, sum()).unwrap();
+        assert!(s.push(&fp16, scale(2.0)).is_err());
+        // Nor is a zero factor folded (it would lose the unit).
+        let mut s = SdpStages::default();
+        s.push(&int8, scale(0.25)).unwrap();
+        s.push(&int8, sum()).unwrap();
+        assert!(s.push(&int8, scale(0.0)).is_err());
     }
 }
