@@ -373,6 +373,11 @@ pub fn image_to_tensor(
         );
     }
     let (format, surface_stride) = input_format(t)?;
+    // A half takes two bytes; R8 and A8B8G8R8 surfaces hold one per element. Upstream
+    // writes the half anyway, over the next element (and past the buffer at the last).
+    if t.data_type == DataType::HALF && format.bytes_per_element().is_some_and(|b| b < 2) {
+        return Err(unsupported(t));
+    }
     if t.dims.c > 16 || img.channels > 4 {
         return Err(ImageError::Channels {
             image: img.channels,
@@ -413,7 +418,9 @@ pub fn image_to_tensor(
                     DataType::HALF => {
                         let v = (f32::from(p) - opts.mean[c as usize]) / f32::from(opts.normalize);
                         let h = f32_to_f16(v).to_le_bytes();
-                        e[..2].copy_from_slice(&h);
+                        if let Some(e) = e.get_mut(..2) {
+                            e.copy_from_slice(&h);
+                        }
                     }
                     DataType::INT8 => {
                         let v = (f64::from(p) * 127.0 / 255.0 + 0.5).floor();

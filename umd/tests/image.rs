@@ -194,6 +194,50 @@ fn mismatches_are_errors() {
 }
 
 #[test]
+fn half_data_into_a_one_byte_pixel_format_is_refused() {
+    // Found by the image fuzz target: an R8 tensor of data type HALF panicked writing a
+    // two-byte half into a one-byte element.
+    use nvdla_loadable::{DataCategory, DataFormat, DataType, PixelFormat, PixelMapping};
+    let img = image::decode_pgm(b"P5\n2 2\n255\n\x01\x02\x03\x04").unwrap();
+    let tensor = |pixel_format, data_type| nvdla_umd::TensorDesc {
+        name: "data".into(),
+        mem_id: 0,
+        offset: 0,
+        size: 256,
+        dims: nvdla_umd::runtime::Dims {
+            n: 1,
+            c: 1,
+            h: 2,
+            w: 2,
+        },
+        data_format: DataFormat::NCHW,
+        data_type,
+        data_category: DataCategory::IMAGE,
+        pixel_format,
+        pixel_mapping: PixelMapping::PITCH_LINEAR,
+        strides: [0, 64, 0, 0, 0, 0, 0, 0],
+    };
+    for pixel in [PixelFormat::R8, PixelFormat::A8B8G8R8] {
+        let e = image::image_to_tensor(
+            &img,
+            &tensor(pixel, DataType::HALF),
+            &ImageOptions::default(),
+        )
+        .unwrap_err();
+        assert!(matches!(e, ImageError::Unsupported { .. }), "{e}");
+        assert!(e.to_string().contains("data type"), "{e}");
+    }
+    // R8 int8 is fine: the pixels, scaled to 127, one byte each on 64-byte lines.
+    let data = image::image_to_tensor(
+        &img,
+        &tensor(PixelFormat::R8, DataType::INT8),
+        &ImageOptions::default(),
+    )
+    .unwrap();
+    assert_eq!([data[0], data[1], data[64], data[65]], [0, 1, 1, 2]);
+}
+
+#[test]
 fn option_parsing() {
     assert_eq!(image::parse_mean("1,2.5,,3").unwrap(), [1.0, 2.5, 3.0, 0.0]);
     assert!(image::parse_mean("1,2,3,4,5").is_err());
