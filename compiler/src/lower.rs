@@ -58,6 +58,7 @@ pub fn lower_with(
 ) -> Result<Program> {
     check_batch(g)?;
     let (split, partials) = split_eltwise(g);
+    let split = fit_coefficients(split, t);
     let (placed, like) = place_concats(&split, t);
     let g = &placed;
     if t.precision == Precision::Int8 && q.cal.is_none() {
@@ -317,6 +318,74 @@ fn split_eltwise(g: &Graph) -> (Graph, Vec<Partial>) {
         }
     }
     (out, partials)
+}
+
+/// Two-input sums with coefficients for an fp16 target without the SDP's Y stage. The
+/// SDP adds its operand unscaled, so `c_m x_m + c_o x_o` takes a factor before the sum and
+/// one after it (`c_o (x_m c_m / c_o + x_o)`): three stages. With X1 and X2 only (int8
+/// folds the last factor into the output converter, fp16 has no such converter):
+/// - one coefficient 1: that input becomes the operand (second), the other input's factor
+///   goes before the sum: two stages;
+/// - neither 1: the sum of `x_0 c_0 / c_1 + x_1` in two stages, then a Power layer scaling
+///   by `c_1` (its own SDP operation when it does not fit).
+fn fit_coefficients(mut g: Graph, t: &Target) -> Graph {
+    if t.precision != Precision::Fp16 || t.hw.features.sdp_ew {
+        return g;
+    }
+    let nodes = std::mem::take(&mut g.nodes);
+    let mut out = Graph {
+        nodes: Vec::with_capacity(nodes.len()),
+        ..g
+    };
+    for n in nodes {
+        let (c0, c1) = match &n.op {
+            Op::Eltwise {
+                kind: EltwiseKind::Sum,
+                coeffs,
+            } if n.inputs.len() == 2 && coeffs.len() == 2 && n.outputs.len() == 1 => {
+                (coeffs[0], coeffs[1])
+            }
+            _ => {
+                out.nodes.push(n);
+                continue;
+            }
+        };
+        if c1 == 1.0 || c1 == 0.0 || c0 == 0.0 {
+            out.nodes.push(n);
+        } else if c0 == 1.0 {
+            out.nodes.push(Node {
+                op: Op::Eltwise {
+                    kind: EltwiseKind::Sum,
+                    coeffs: vec![c1, c0],
+                },
+                inputs: vec![n.inputs[1], n.inputs[0]],
+                ..n
+            });
+        } else {
+            let shape = out.shape(n.outputs[0]);
+            let unscaled = out.add_tensor(format!("{}#unscaled", n.name), shape);
+            out.nodes.push(Node {
+                name: format!("{}#unscaled", n.name),
+                source_type: n.source_type.clone(),
+                op: Op::Eltwise {
+                    kind: EltwiseKind::Sum,
+                    coeffs: vec![c0 / c1, 1.0],
+                },
+                inputs: n.inputs.clone(),
+                outputs: vec![unscaled],
+            });
+            out.nodes.push(Node {
+                op: Op::Power {
+                    power: 1.0,
+                    scale: c1,
+                    shift: 0.0,
+                },
+                inputs: vec![unscaled],
+                ..n
+            });
+        }
+    }
+    out
 }
 
 /// Concatenations whose inputs cannot be written into one surface in place (an input
@@ -1874,7 +1943,8 @@ impl Lowering<'_> {
                                 },
                             )
                         } else {
-                            // c_m x_m + c_o x_o = c_o (x_m c_m / c_o + x_o).
+                            // c_m x_m + c_o x_o = c_o (x_m c_m / c_o + x_o); the factor
+                            // after the sum only when c_o is not 1.
                             sdp.push(
                                 &t,
                                 Stage::Affine {
@@ -1884,6 +1954,9 @@ impl Lowering<'_> {
                             )
                             .and_then(|()| sdp.push(&t, elt))
                             .and_then(|()| {
+                                if co == 1.0 {
+                                    return Ok(());
+                                }
                                 sdp.push(
                                     &t,
                                     Stage::Affine {

@@ -598,6 +598,29 @@ fn eltwise_sum_prod_max() {
     );
 }
 
+/// Sums with coefficients on a build whose SDP has X1 and X2 only (nv_small): the SDP adds
+/// its operand unscaled, so both coefficients need a factor before and after the sum. fp16
+/// puts a unit coefficient's input second or scales in another operation; int8 folds the
+/// factor after the sum into the output converter.
+#[test]
+fn eltwise_coefficients_on_a_build_without_the_y_stage() {
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    for (coeffs, inputs) in [
+        (vec![0.5, -2.0], 2),
+        (vec![1.0, 3.0], 2),
+        (vec![-0.5, 1.0], 2),
+        (vec![0.5, -1.0, 2.0], 3),
+    ] {
+        let g = eltwise_net(EltwiseKind::Sum, coeffs.clone(), inputs);
+        let input = rng.vec(g.shape(g.inputs[0]).elements(), 1.0);
+        let (got, want) = run_fp16(&g, "nv_small", &input);
+        let err = max_rel_err(&got, &want);
+        eprintln!("sum {coeffs:?} fp16 nv_small: max relative error {err:.2e}");
+        assert!(err <= CONV_TOL, "sum {coeffs:?} fp16 nv_small: error {err}");
+        check_int8_on(&g, INT8_TOL, &format!("sum {coeffs:?}"), &["nv_small"]);
+    }
+}
+
 #[test]
 fn eltwise_with_three_inputs() {
     check(
