@@ -832,6 +832,25 @@ impl Ctx<'_> {
                     cubes[k] = self.blob_cube(b, 1, 1, u32::from(dst.channel));
                     (dla::SdpOpMode::PerKernel, 0, 0)
                 }
+                crate::engine::Operand::PerChannelSurface(sid) => {
+                    let v = self.p.surface(sid);
+                    let dense = v.line_stride == self.t.atom() && v.surf_stride == self.t.atom();
+                    if v.c != u32::from(dst.channel) || !dense {
+                        return Err(CompileError::Network(format!(
+                            "per-channel operand `{}` ({}x{}x{}, strides {}/{}) is not a dense \
+                             vector of the output's {} channels",
+                            v.name, v.c, v.h, v.w, v.line_stride, v.surf_stride, dst.channel
+                        )));
+                    }
+                    let (c, io) = self.cube(sid);
+                    cubes[k] = c;
+                    if let Some(a) = io {
+                        let base = (j * dla::SURFACE_CONTAINER_SIZE + 32 * (k + 1)) as u64;
+                        relocs.push((a, 3, base + 20, RelocType::LINE));
+                        relocs.push((a, 3, base + 24, RelocType::SURFACE));
+                    }
+                    (dla::SdpOpMode::PerKernel, 0, 0)
+                }
                 crate::engine::Operand::PerElement(sid) => {
                     let (c, io) = self.cube(sid);
                     cubes[k] = c;
@@ -1016,9 +1035,6 @@ fn sdp_operands(s: &SdpOp) -> Vec<SurfId> {
     s.stages
         .iter()
         .flatten()
-        .filter_map(|st| match st.operand {
-            crate::engine::Operand::PerElement(id) => Some(id),
-            _ => None,
-        })
+        .filter_map(|st| st.operand.surface())
         .collect()
 }

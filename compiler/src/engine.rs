@@ -97,6 +97,32 @@ pub enum Operand {
     PerChannel(BlobId),
     /// One value per element, from a surface of the output's shape.
     PerElement(SurfId),
+    /// One value per channel, from a computed `C x 1 x 1` surface (squeeze-and-excitation's
+    /// `x * s`): the read DMA's per-kernel mode, whose `C` values lie back to back as in
+    /// a dense `1 x 1` feature cube.
+    PerChannelSurface(SurfId),
+}
+
+impl Operand {
+    /// The computed surface the operand is read from, if any.
+    pub fn surface(&self) -> Option<SurfId> {
+        match *self {
+            Operand::PerElement(id) | Operand::PerChannelSurface(id) => Some(id),
+            Operand::PerLayer(_) | Operand::PerChannel(_) => None,
+        }
+    }
+
+    /// The operand for element-wise combination with surface `other` of `p`: per channel
+    /// when `other` is a single pixel (a vector broadcast over the pixels; for a
+    /// single-pixel main input the two modes read the same values).
+    pub fn of_surface(p: &Program, other: SurfId) -> Self {
+        let s = p.surface(other);
+        if s.h == 1 && s.w == 1 {
+            Operand::PerChannelSurface(other)
+        } else {
+            Operand::PerElement(other)
+        }
+    }
 }
 
 /// What one SDP stage computes: `act((x alu a) * m)`.
@@ -326,11 +352,12 @@ impl HwOp {
     pub fn reads(&self) -> Vec<SurfId> {
         let sdp_reads = |s: &SdpOp| {
             let mut v: Vec<SurfId> = s.src.into_iter().collect();
-            for st in s.stages.iter().flatten() {
-                if let Operand::PerElement(id) = st.operand {
-                    v.push(id);
-                }
-            }
+            v.extend(
+                s.stages
+                    .iter()
+                    .flatten()
+                    .filter_map(|st| st.operand.surface()),
+            );
             v
         };
         match &self.kind {

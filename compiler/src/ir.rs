@@ -44,6 +44,12 @@ impl Shape {
     pub fn per_item(&self) -> usize {
         self.c * self.h * self.w
     }
+    /// Whether this is a per-channel vector of `full` (`N x C x 1 x 1` of its `N` and
+    /// `C`, and not `full` itself), which an element-wise node broadcasts over `full`'s
+    /// pixels.
+    pub fn is_channel_vector_of(&self, full: Shape) -> bool {
+        *self != full && self.n == full.n && self.c == full.c && self.h == 1 && self.w == 1
+    }
 }
 
 impl fmt::Display for Shape {
@@ -221,7 +227,10 @@ pub enum Op {
         /// Addend.
         shift: f32,
     },
-    /// Element-wise over two or more same-shape inputs.
+    /// Element-wise over two or more same-shape inputs. With exactly two inputs the
+    /// second may instead be a per-channel vector `N x C x 1 x 1` of the first's `N` and
+    /// `C`, broadcast over its pixels (squeeze-and-excitation's `x * s`); the output has
+    /// the first input's shape.
     Eltwise {
         /// Sum, product or maximum.
         kind: EltwiseKind,

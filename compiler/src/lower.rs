@@ -1916,8 +1916,13 @@ impl Lowering<'_> {
             Op::Eltwise { kind, coeffs } if n.inputs.len() == 2 => {
                 let main_first = n.inputs[0] == main;
                 let other_t = if main_first { n.inputs[1] } else { n.inputs[0] };
+                let (ms, os) = (self.g.shape(main), self.g.shape(other_t));
                 match self.surf.get(&other_t) {
                     _ if other_t == main => Err("an operand twice".to_string()),
+                    _ if os != ms && !os.is_channel_vector_of(ms) => Err(format!(
+                        "its main input {ms} is broadcast over the other, {os}: the SDP \
+                         reads a per-element or per-channel operand"
+                    )),
                     None => Err("its other operand is not computed yet".to_string()),
                     Some(&other) => {
                         let (alu, mul) = match kind {
@@ -2015,10 +2020,11 @@ impl Lowering<'_> {
         Ok(())
     }
 
-    /// Global pooling over more than 8x8 pixels, in two PDP passes: windows of `a x a`
-    /// (stride `a`) over the input padded to a multiple of `a`, then one window over the
-    /// result. Max pooling ignores the padding; average pooling counts it as zeros, so an
-    /// SDP then scales by `padded area / area`.
+    /// Global pooling over more than 8x8 pixels, in PDP passes of windows up to 8x8: each
+    /// pass pools windows of `a x b` (stride `a x b`) over its input padded to a multiple
+    /// of the window, until one window covers what is left (two passes up to 64x64, three
+    /// up to 512x512). Max pooling ignores the padding; average pooling counts it as
+    /// zeros, so an SDP then scales by `padded area / area`.
     fn global_pool(
         &mut self,
         n: &Node,
@@ -2028,42 +2034,69 @@ impl Lowering<'_> {
     ) -> Result<()> {
         let t = *self.t;
         let s = self.p.surface(src).clone();
-        // Smallest first window a (<= 8) such that ceil(size / a) <= 8 and the padding
-        // a*ceil(size/a) - size <= 7.
-        let split = |size: u32| -> Option<(u32, u32)> {
-            (1..=8).find_map(|a| {
-                let m = size.div_ceil(a);
-                (m <= 8 && a * m - size <= 7).then_some((a, m))
-            })
+        // The windows along one axis: each the smallest `a` (<= 8, padding <= 7) after
+        // which the rest fits one more window, or 8 while it does not; the last window
+        // covers the rest.
+        let factors = |mut size: u32| -> Vec<u32> {
+            let mut v = Vec::new();
+            while size > 8 {
+                let a = (1..=8)
+                    .find(|&a| size.div_ceil(a) <= 8 && a * size.div_ceil(a) - size <= 7)
+                    .unwrap_or(8);
+                v.push(a);
+                size = size.div_ceil(a);
+            }
+            v.push(size);
+            v
         };
-        let (Some((ah, mh)), Some((aw, mw))) = (split(s.h), split(s.w)) else {
+        let (mut fh, mut fw) = (factors(s.h), factors(s.w));
+        let passes = fh.len().max(fw.len());
+        if passes > 4 {
             return Err(layer_err(
                 n,
                 format!(
-                    "global pooling over {}x{} is beyond two PDP passes",
+                    "global pooling over {}x{} needs more than 4 PDP passes",
                     s.h, s.w
                 ),
             ));
-        };
+        }
+        // Windows of 1 before the last one of the shorter axis.
+        for f in [&mut fh, &mut fw] {
+            while f.len() < passes {
+                f.insert(f.len() - 1, 1);
+            }
+        }
         let max = kind == PoolKind::Max;
-        let mid =
-            self.surface_geometry(&format!("{}#partial", n.name), s.c, mh, mw, SurfKind::Pool);
-        let mut mid = mid;
-        mid.scale = s.scale;
-        let mid = self.p.add_surface(mid);
-        self.p.ops.push(HwOp {
-            layers: vec![format!("{}#1", n.name)],
-            kind: HwOpKind::Pdp(PdpOp {
-                src,
-                dst: mid,
-                max,
-                kernel: [ah, aw],
-                stride: [ah, aw],
-                pad: [0, 0, ah * mh - s.h, aw * mw - s.w],
-                pad_value: 0,
-            }),
-        });
-        let padded = ah * mh * aw * mw;
+        let mut cur = src;
+        let (mut h, mut w) = (s.h, s.w);
+        for k in 0..passes - 1 {
+            let (ah, aw) = (fh[k], fw[k]);
+            let (mh, mw) = (h.div_ceil(ah), w.div_ceil(aw));
+            let mut mid = self.surface_geometry(
+                &format!("{}#partial{}", n.name, k + 1),
+                s.c,
+                mh,
+                mw,
+                SurfKind::Pool,
+            );
+            mid.scale = s.scale;
+            let mid = self.p.add_surface(mid);
+            self.p.ops.push(HwOp {
+                layers: vec![format!("{}#{}", n.name, k + 1)],
+                kind: HwOpKind::Pdp(PdpOp {
+                    src: cur,
+                    dst: mid,
+                    max,
+                    kernel: [ah, aw],
+                    stride: [ah, aw],
+                    pad: [0, 0, ah * mh - h, aw * mw - w],
+                    pad_value: 0,
+                }),
+            });
+            (cur, h, w) = (mid, mh, mw);
+        }
+        let (mid, mh, mw) = (cur, h, w);
+        let padded: u32 = fh.iter().product::<u32>() * fw.iter().product::<u32>();
         let exact = max || padded == s.h * s.w;
         let dst = if exact {
             self.inherit.insert(out_t, s.scale);

@@ -648,9 +648,25 @@ fn eltwise(
     coeffs: &[f32],
     ys: Shape,
 ) -> Result<Vec<f32>, String> {
-    if let Some(s) = shapes.iter().find(|&&s| s != ys) {
+    // The second of two inputs may be a per-channel vector broadcast over the pixels.
+    let vector = shapes.len() == 2 && shapes[1].is_channel_vector_of(ys);
+    if let Some(s) = shapes
+        .iter()
+        .enumerate()
+        .find(|&(i, &s)| s != ys && !(i == 1 && vector))
+        .map(|(_, s)| s)
+    {
         return Err(format!("input shape {s} differs from output shape {ys}"));
     }
+    let pixels = ys.h * ys.w;
+    // Element `e` of input `i`: a vector input has one value per item and channel.
+    let at = |i: usize, e: usize| -> f32 {
+        if i == 1 && vector {
+            ins[1][e / pixels]
+        } else {
+            ins[i][e]
+        }
+    };
     if kind == EltwiseKind::Sum {
         if !coeffs.is_empty() && coeffs.len() != ins.len() {
             return Err(format!(
@@ -665,13 +681,15 @@ fn eltwise(
     let coeff = |i: usize| f64::from(coeffs.get(i).copied().unwrap_or(1.0));
     Ok((0..ys.elements())
         .map(|e| match kind {
-            EltwiseKind::Sum => ins
-                .iter()
-                .enumerate()
-                .map(|(i, x)| coeff(i) * f64::from(x[e]))
+            EltwiseKind::Sum => (0..ins.len())
+                .map(|i| coeff(i) * f64::from(at(i, e)))
                 .sum::<f64>() as f32,
-            EltwiseKind::Prod => ins.iter().map(|x| f64::from(x[e])).product::<f64>() as f32,
-            EltwiseKind::Max => ins.iter().map(|x| x[e]).fold(f32::NEG_INFINITY, f32::max),
+            EltwiseKind::Prod => {
+                (0..ins.len()).map(|i| f64::from(at(i, e))).product::<f64>() as f32
+            }
+            EltwiseKind::Max => (0..ins.len())
+                .map(|i| at(i, e))
+                .fold(f32::NEG_INFINITY, f32::max),
         })
         .collect())
 }

@@ -339,7 +339,7 @@ fn encode(
         Stage::Eltwise { alu, mul, other } => SdpStage {
             op_type: if *mul { SdpOpType::Mul } else { SdpOpType::Add },
             alu_type: *alu,
-            operand: Operand::PerElement(*other),
+            operand: Operand::of_surface(p, *other),
             ..base
         },
         Stage::PRelu(slopes) => {
@@ -790,7 +790,7 @@ fn encode_int8_stage(
         } => SdpStage {
             op_type: if *mul { SdpOpType::Mul } else { SdpOpType::Add },
             alu_type: *alu,
-            operand: Operand::PerElement(*other),
+            operand: Operand::of_surface(p, *other),
             shift: *shift,
             act: *act,
             operand_precision: DP::Int8,

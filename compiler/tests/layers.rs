@@ -832,4 +832,159 @@ fn global_pooling_larger_than_the_pdp_window() {
     let m = node(&mut g, "gmp", op, &[x], Shape::new(1, 24, 1, 1));
     finish(&mut g, m);
     check(&g, 1e-3, "global max pool 10x9");
+    // Beyond 64 pixels per axis: three passes (80: 8, 2, 5; 96: 8, 2, 6 beside 12: 2, 1, 6),
+    // as PP-OCR's squeeze-and-excitation pools 80x80 and 12x96 maps.
+    for (h, w) in [(80, 80), (12, 96)] {
+        for kind in [PoolKind::Avg, PoolKind::Max] {
+            let (mut g, x) = graph(16, h, w);
+            let op = Op::Pool(Pool {
+                kind,
+                window: Window {
+                    kernel: [h, w],
+                    stride: [1, 1],
+                    pad: [0; 4],
+                    dilation: [1, 1],
+                },
+                ceil_mode: false,
+                count_include_pad: true,
+            });
+            let m = node(&mut g, "global", op, &[x], Shape::new(1, 16, 1, 1));
+            finish(&mut g, m);
+            let what = format!("global {kind:?} pool {h}x{w}");
+            check(&g, 2e-3, &what);
+            check_int8_on(&g, INT8_TOL, &what, &["nv_small"]);
+        }
+    }
+}
+
+/// Squeeze-and-excitation (MobileNetV3, EfficientNet, PP-LCNet): `x * s` where `s` is a
+/// per-channel vector computed from `x` (global pooling, two 1x1 convolutions, ReLU, a hard
+/// sigmoid). The product is an SDP operation reading `x` and `s` from memory, `s` through
+/// the per-kernel operand mode; 24 channels leave a partly filled last atom. The same with a
+/// per-channel sum and maximum.
+fn squeeze_excite_net(kind: EltwiseKind) -> Graph {
+    let mut rng = Rng(0x5e5e);
+    let (mut g, x) = graph(8, 7, 6);
+    let full = Shape::new(1, 24, 7, 6);
+    let vec_shape = Shape::new(1, 24, 1, 1);
+    let y = add_conv(
+        &mut g,
+        &mut rng,
+        "expand",
+        x,
+        24,
+        [3, 3],
+        [1, 1],
+        [1; 4],
+        [1, 1],
+        1,
+    );
+    let gap = node(
+        &mut g,
+        "squeeze",
+        Op::Pool(Pool {
+            kind: PoolKind::Avg,
+            window: Window {
+                kernel: [7, 6],
+                stride: [1, 1],
+                pad: [0; 4],
+                dilation: [1, 1],
+            },
+            ceil_mode: false,
+            count_include_pad: true,
+        }),
+        &[y],
+        vec_shape,
+    );
+    let r = add_conv(
+        &mut g,
+        &mut rng,
+        "reduce",
+        gap,
+        8,
+        [1, 1],
+        [1, 1],
+        [0; 4],
+        [1, 1],
+        1,
+    );
+    let r = node(
+        &mut g,
+        "relu",
+        Op::Activation(Activation::Relu { slope: 0.0 }),
+        &[r],
+        Shape::new(1, 8, 1, 1),
+    );
+    let e = add_conv(
+        &mut g,
+        &mut rng,
+        "excite",
+        r,
+        24,
+        [1, 1],
+        [1, 1],
+        [0; 4],
+        [1, 1],
+        1,
+    );
+    let a = node(
+        &mut g,
+        "hsig/affine",
+        Op::ChannelAffine {
+            scale: Some(Weights::vector(vec![0.2])),
+            bias: Some(Weights::vector(vec![0.5])),
+        },
+        &[e],
+        vec_shape,
+    );
+    let s = node(
+        &mut g,
+        "hsig",
+        Op::Activation(Activation::Clip { lo: 0.0, hi: 1.0 }),
+        &[a],
+        vec_shape,
+    );
+    let m = node(
+        &mut g,
+        "scale",
+        Op::Eltwise {
+            kind,
+            coeffs: vec![],
+        },
+        &[y, s],
+        full,
+    );
+    let out = add_conv(
+        &mut g,
+        &mut rng,
+        "project",
+        m,
+        16,
+        [1, 1],
+        [1, 1],
+        [0; 4],
+        [1, 1],
+        1,
+    );
+    finish(&mut g, out);
+    g
+}
+
+#[test]
+fn squeeze_and_excitation_multiplies_by_a_computed_vector() {
+    for (kind, what) in [
+        (EltwiseKind::Prod, "squeeze-excite x * s"),
+        (EltwiseKind::Sum, "per-channel x + s"),
+        (EltwiseKind::Max, "per-channel max(x, s)"),
+    ] {
+        let g = squeeze_excite_net(kind);
+        check(&g, CONV_TOL, what);
+        let mut rng = Rng(0x77);
+        let input = rng.vec(g.shape(g.inputs[0]).elements(), 1.0);
+        let (got, want) = run_fp16(&g, "nv_small", &input);
+        let err = max_rel_err(&got, &want);
+        eprintln!("{what} fp16 nv_small: max relative error {err:.2e}");
+        assert!(err <= CONV_TOL, "{what} fp16 nv_small: error {err}");
+        check_int8(&g, INT8_TOL, what);
+    }
 }

