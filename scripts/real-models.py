@@ -108,20 +108,27 @@ def text_page(h, w, rng):
     return np.clip(a, 0, 255).astype(np.uint8)
 
 
-PHOTOS = ["astronaut", "coffee", "chelsea", "rocket", "cat", "immunohistochemistry",
-          "colorwheel", "retina", "hubble_deep_field", "motorcycle_left", "skin", "logo"]
+# Photos scikit-image ships in its wheel (no download): two with people, whose crops give
+# the detector something to find, and others.
+PEOPLE = ["astronaut", "camera"]
+PHOTOS = ["coffee", "chelsea", "rocket", "cat", "immunohistochemistry", "colorwheel",
+          "hubble_deep_field", "logo", "horse", "coins", "moon", "clock"]
 
 
-def photo(name, h, w):
+def photo(name, h, w, rng=None):
     img = getattr(skdata, name)()
-    if isinstance(img, tuple):
-        img = img[0]
     if img.ndim == 2:
         img = np.stack([img] * 3, -1)
     img = img[..., :3]
     if img.dtype != np.uint8:
         img = (255 * (img - img.min()) / max(np.ptp(img), 1e-9)).astype(np.uint8)
-    return np.asarray(Image.fromarray(img).resize((w, h), Image.BILINEAR))
+    if rng is not None:  # a random crop of 55 to 100 % of each side
+        ih, iw = img.shape[:2]
+        f = rng.uniform(0.55, 1.0)
+        ch, cw = int(ih * f), int(iw * f)
+        y, x = int(rng.integers(0, ih - ch + 1)), int(rng.integers(0, iw - cw + 1))
+        img = img[y:y + ch, x:x + cw]
+    return np.asarray(Image.fromarray(np.ascontiguousarray(img)).resize((w, h), Image.BILINEAR))
 
 
 def to_input(rgb, task):
@@ -137,8 +144,10 @@ def inputs(task, h, w, count, seed):
     out = []
     for i in range(count):
         if task == "detect":
-            names = PHOTOS if seed == 0 else PHOTOS[::-1]
-            rgb = photo(names[i % len(names)], h, w)
+            if i % 2 == 0:
+                rgb = photo(PEOPLE[(i // 2 + seed) % len(PEOPLE)], h, w, rng)
+            else:
+                rgb = photo(PHOTOS[(i // 2 + 5 * seed) % len(PHOTOS)], h, w, rng)
             if seed != 0:
                 rgb = rgb[:, ::-1].copy()
         elif task == "textdet":

@@ -194,7 +194,8 @@ fn row(
     mem: &Memories,
     atom: usize,
 ) -> Result<Option<Row>> {
-    let s = p.surface(op.writes());
+    // A CPU partition is compared on its first output.
+    let s = p.surface(op.writes()[0]);
     // Operations inside a lowering (deconvolution phases, row chunks) write surfaces with
     // no tensor of their own: compare the tensor once it is whole.
     let Some(tid) = g.tensors.iter().position(|t| t.name == s.name) else {

@@ -90,7 +90,7 @@ pub fn program_json(p: &Program) -> String {
                 "engine": format!("{:?}", o.engine()),
                 "layers": o.layers,
                 "reads": o.reads().into_iter().map(surface).collect::<Vec<_>>(),
-                "writes": surface(o.writes()),
+                "writes": o.writes().into_iter().map(surface).collect::<Vec<_>>(),
             })
         })
         .collect();
@@ -117,7 +117,10 @@ pub fn program_dot(p: &Program) -> String {
     for (j, o) in p.ops.iter().enumerate() {
         for r in o.reads() {
             let root = p.root(r);
-            if let Some(i) = (0..j).rev().find(|&i| p.root(p.ops[i].writes()) == root) {
+            if let Some(i) = (0..j)
+                .rev()
+                .find(|&i| p.ops[i].writes().into_iter().any(|w| p.root(w) == root))
+            {
                 let s = p.surface(r);
                 let _ = writeln!(
                     out,

@@ -39,6 +39,14 @@ pub const EMU1_FALLBACK_VERSION: Version = Version {
     sub_minor: nvdla_umd::emu::FALLBACK_VERSION.2,
 };
 
+/// EMU1 interface version of a task holding ONNX partitions (`--cpu-fallback`): the
+/// runtime's [`nvdla_umd::partition::PARTITION_VERSION`].
+pub const EMU1_PARTITION_VERSION: Version = Version {
+    major: nvdla_umd::partition::PARTITION_VERSION.0,
+    minor: nvdla_umd::partition::PARTITION_VERSION.1,
+    sub_minor: nvdla_umd::partition::PARTITION_VERSION.2,
+};
+
 /// Memory alignment NVIDIA's compiler writes into the memory list.
 const MEM_ALIGN: u32 = 4096;
 
@@ -940,11 +948,14 @@ impl Ctx<'_> {
             )
         };
         let mut fallback = false;
+        let shared = self.shared.entries.len() as i16;
+        // Partition descriptors: task blobs after the two lists.
+        let mut partitions: Vec<Vec<u8>> = Vec::new();
         for (k, &i) in ops.iter().enumerate() {
             let HwOpKind::Cpu(cpu) = &p.ops[i].kind else {
                 unreachable!("EMU tasks hold CPU operations only")
             };
-            let (src, dst) = (cpu.src(), cpu.dst());
+            let (src, dst) = (cpu.reads()[0], cpu.writes()[0]);
             let (s, sio) = buffer(src);
             let (d, dio) = buffer(dst);
             for (io, at) in [(sio, 0u64), (dio, 256u64)] {
@@ -979,6 +990,65 @@ impl Ctx<'_> {
                     };
                     slot[..nvdla_umd::emu::FallbackOpDesc::SIZE].copy_from_slice(&d.encode());
                 }
+                CpuOp::Partition {
+                    inputs,
+                    outputs,
+                    partition,
+                } => {
+                    let blob_index = 3 + partitions.len();
+                    let binding = |id: SurfId, dims: &[usize]| {
+                        let s = p.surface(id);
+                        nvdla_umd::partition::TensorBinding {
+                            address_index: self.surface_address(id).0,
+                            precision: match self.t.precision {
+                                Precision::Fp16 => nvdla_umd::partition::SurfacePrecision::Fp16,
+                                Precision::Int8 => nvdla_umd::partition::SurfacePrecision::Int8,
+                            },
+                            channels_per_group: self.t.channels_per_atom() as u8,
+                            offset: s.offset as u32,
+                            size: s.size,
+                            channel: s.c,
+                            height: s.h,
+                            width: s.w,
+                            line_stride: s.line_stride,
+                            surf_stride: s.surf_stride,
+                            scale: s.scale,
+                            dims: dims.to_vec(),
+                        }
+                    };
+                    let desc = nvdla_umd::partition::PartitionDesc {
+                        inputs: inputs
+                            .iter()
+                            .zip(&partition.input_dims)
+                            .map(|(&id, d)| binding(id, d))
+                            .collect(),
+                        outputs: outputs
+                            .iter()
+                            .zip(&partition.output_dims)
+                            .map(|(&id, d)| binding(id, d))
+                            .collect(),
+                        model: partition.model.clone(),
+                    };
+                    // Bound network tensors may come with other strides.
+                    for (b, &id) in inputs.iter().chain(outputs).enumerate() {
+                        if let Some(a) = self.surface_address(id).1 {
+                            let at = nvdla_umd::partition::PartitionDesc::binding_offset(b);
+                            for (field, ty) in [
+                                (nvdla_umd::partition::LINE_STRIDE_AT, RelocType::LINE),
+                                (nvdla_umd::partition::SURF_STRIDE_AT, RelocType::SURFACE),
+                            ] {
+                                relocs.push((a, blob_index, (at + field) as u64, ty));
+                            }
+                        }
+                    }
+                    let bytes = desc.encode();
+                    let container = nvdla_umd::partition::container(
+                        shared + blob_index as i16,
+                        bytes.len() as u32,
+                    );
+                    slot[..container.len()].copy_from_slice(&container);
+                    partitions.push(bytes);
+                }
             }
             // Both members are a source and a destination buffer.
             emu::OpBufferDescs::Softmax(emu::SoftmaxBufferDescs {
@@ -990,12 +1060,13 @@ impl Ctx<'_> {
         }
         // A task with CPU fallback operations declares the fallback interface version, so
         // that a runtime can tell before decoding them.
-        let version = if fallback {
+        let version = if !partitions.is_empty() {
+            EMU1_PARTITION_VERSION
+        } else if fallback {
             EMU1_FALLBACK_VERSION
         } else {
             EMU1_VERSION
         };
-        let shared = self.shared.entries.len() as i16;
         let net = emu::NetworkDesc {
             operation_desc_index: shared + 1,
             operation_buffer_desc_index: shared + 2,
@@ -1025,7 +1096,18 @@ impl Ctx<'_> {
                     version,
                     buf_list,
                 ),
-            ],
+            ]
+            .into_iter()
+            .chain(partitions.into_iter().enumerate().map(|(j, bytes)| {
+                (
+                    name(&format!("partition{j}")),
+                    SubInterface::SURFS,
+                    Interface::EMU1,
+                    version,
+                    bytes,
+                )
+            }))
+            .collect(),
             relocs,
         ))
     }

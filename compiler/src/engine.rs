@@ -271,24 +271,36 @@ pub enum CpuOp {
         /// Second parameter.
         beta: f32,
     },
+    /// An ONNX partition run by the runtime with tract (`--cpu-fallback`; EMU op type
+    /// `nvdla_umd::partition::FALLBACK_PARTITION`).
+    Partition {
+        /// Inputs, in the partition's order.
+        inputs: Vec<SurfId>,
+        /// Outputs, in the partition's order.
+        outputs: Vec<SurfId>,
+        /// The model and the ONNX dimensions of its inputs and outputs.
+        partition: std::sync::Arc<crate::ir::CpuPartition>,
+    },
 }
 
 impl CpuOp {
-    /// Input surface.
-    pub fn src(&self) -> SurfId {
+    /// Input surfaces.
+    pub fn reads(&self) -> Vec<SurfId> {
         match self {
-            CpuOp::Softmax { src, .. } | CpuOp::Unary { src, .. } => *src,
+            CpuOp::Softmax { src, .. } | CpuOp::Unary { src, .. } => vec![*src],
+            CpuOp::Partition { inputs, .. } => inputs.clone(),
         }
     }
-    /// Output surface.
-    pub fn dst(&self) -> SurfId {
+    /// Output surfaces.
+    pub fn writes(&self) -> Vec<SurfId> {
         match self {
-            CpuOp::Softmax { dst, .. } | CpuOp::Unary { dst, .. } => *dst,
+            CpuOp::Softmax { dst, .. } | CpuOp::Unary { dst, .. } => vec![*dst],
+            CpuOp::Partition { outputs, .. } => outputs.clone(),
         }
     }
     /// Whether it is a CPU fallback operation (which NVIDIA's runtime does not run).
     pub fn is_fallback(&self) -> bool {
-        matches!(self, CpuOp::Unary { .. })
+        matches!(self, CpuOp::Unary { .. } | CpuOp::Partition { .. })
     }
 }
 
@@ -370,19 +382,19 @@ impl HwOp {
             HwOpKind::Pdp(p) => vec![p.src],
             HwOpKind::Cdp(c) => vec![c.src],
             HwOpKind::Rubik(r) => vec![r.src],
-            HwOpKind::Cpu(c) => vec![c.src()],
+            HwOpKind::Cpu(c) => c.reads(),
         }
     }
 
     /// Surface written.
-    pub fn writes(&self) -> SurfId {
+    pub fn writes(&self) -> Vec<SurfId> {
         match &self.kind {
-            HwOpKind::Conv(c) => c.sdp.dst,
-            HwOpKind::Sdp(s) => s.dst,
-            HwOpKind::Pdp(p) => p.dst,
-            HwOpKind::Cdp(c) => c.dst,
-            HwOpKind::Rubik(r) => r.dst,
-            HwOpKind::Cpu(c) => c.dst(),
+            HwOpKind::Conv(c) => vec![c.sdp.dst],
+            HwOpKind::Sdp(s) => vec![s.dst],
+            HwOpKind::Pdp(p) => vec![p.dst],
+            HwOpKind::Cdp(c) => vec![c.dst],
+            HwOpKind::Rubik(r) => vec![r.dst],
+            HwOpKind::Cpu(c) => c.writes(),
         }
     }
 }
@@ -453,7 +465,8 @@ impl Program {
         for (i, op) in self.ops.iter().enumerate() {
             let _ = write!(out, "{i:3} {:?} ({}): ", op.engine(), op.layers.join("+"));
             let reads: Vec<String> = op.reads().into_iter().map(s).collect();
-            let _ = writeln!(out, "{} -> {}", reads.join(", "), s(op.writes()));
+            let writes: Vec<String> = op.writes().into_iter().map(s).collect();
+            let _ = writeln!(out, "{} -> {}", reads.join(", "), writes.join(", "));
         }
         out
     }

@@ -257,6 +257,11 @@ pub enum Op {
     Flatten,
     /// Output equals input (Dropout at inference, Identity, Split).
     Identity,
+    /// Part of an ONNX model that no NVDLA engine computes, run by the runtime on the CPU
+    /// (`--cpu-fallback`): an ONNX subgraph whose inputs and outputs are the node's, in
+    /// order, each holding its values row-major in the ONNX dimensions the partition
+    /// records.
+    CpuPartition(std::sync::Arc<CpuPartition>),
     /// An element-wise function the hardware cannot compute, run by the runtime on the
     /// CPU (`--cpu-fallback`): one input, same shape.
     CpuUnary {
@@ -292,8 +297,23 @@ impl Op {
             Op::Flatten => "Flatten",
             Op::Identity => "Identity",
             Op::CpuUnary { .. } => "CpuUnary",
+            Op::CpuPartition(_) => "CpuPartition",
         }
     }
+}
+
+/// An ONNX subgraph run on the CPU ([`Op::CpuPartition`]).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct CpuPartition {
+    /// The ONNX model (a serialized `ModelProto`): the partition's inputs are its graph
+    /// inputs (f32) and its outputs its graph outputs, in the node's order.
+    pub model: Vec<u8>,
+    /// The ONNX dimensions of each input.
+    pub input_dims: Vec<Vec<usize>>,
+    /// The ONNX dimensions of each output.
+    pub output_dims: Vec<Vec<usize>>,
+    /// The ONNX operators of its nodes, in order (for summaries).
+    pub ops: Vec<String>,
 }
 
 /// A tensor: an activation flowing between nodes.

@@ -176,7 +176,7 @@ fn check_cube_limits(p: &Program) -> Result<()> {
             continue;
         }
         let mut ids = op.reads();
-        ids.push(op.writes());
+        ids.extend(op.writes());
         for id in ids {
             let s = p.surface(id);
             if s.c > MAX_CUBE_DIM || s.h > MAX_CUBE_DIM || s.w > MAX_CUBE_DIM {
@@ -906,6 +906,33 @@ impl Lowering<'_> {
                         func: *func,
                         alpha: *alpha,
                         beta: *beta,
+                    }),
+                });
+                Ok(())
+            }
+            Op::CpuPartition(part) => {
+                if !self.cpu_fallback {
+                    return Err(layer_err(
+                        n,
+                        "an ONNX partition runs on the CPU: compile with --cpu-fallback",
+                    ));
+                }
+                let inputs = (0..n.inputs.len())
+                    .map(|k| self.input(n, k))
+                    .collect::<Result<Vec<_>>>()?;
+                let outputs: Vec<SurfId> =
+                    n.outputs.iter().map(|&t| self.output_surface(t)).collect();
+                if self.t.precision == Precision::Int8 {
+                    for &id in inputs.iter().chain(&outputs) {
+                        self.require_scale(id)?;
+                    }
+                }
+                self.p.ops.push(HwOp {
+                    layers: vec![n.name.clone()],
+                    kind: HwOpKind::Cpu(CpuOp::Partition {
+                        inputs,
+                        outputs,
+                        partition: part.clone(),
                     }),
                 });
                 Ok(())

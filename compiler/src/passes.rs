@@ -437,6 +437,7 @@ fn attributes(op: &Op) -> String {
             k,
         } => format!("size={size} alpha={alpha} beta={beta} k={k}"),
         Op::CpuUnary { func, alpha, beta } => format!("{func:?} alpha={alpha} beta={beta}"),
+        Op::CpuPartition(p) => format!("{} ONNX nodes: {}", p.ops.len(), p.ops.join(" ")),
         Op::Concat | Op::Softmax | Op::Flatten | Op::Identity => String::new(),
     }
 }

@@ -27,9 +27,11 @@ pub fn plan(p: &mut Program, reuse: bool) {
     let mut first = vec![usize::MAX; n];
     let mut last = vec![0usize; n];
     for (i, op) in p.ops.iter().enumerate() {
-        let w = p.root(op.writes()).0;
-        first[w] = first[w].min(i);
-        last[w] = last[w].max(i);
+        for w in op.writes() {
+            let w = p.root(w).0;
+            first[w] = first[w].min(i);
+            last[w] = last[w].max(i);
+        }
         for r in op.reads() {
             let r = p.root(r).0;
             first[r] = first[r].min(i);

@@ -156,6 +156,9 @@ fn eval_node(
     values: &[Option<Vec<f32>>],
 ) -> Result<Vec<Vec<f32>>, String> {
     let n_in = node.inputs.len();
+    if let Op::CpuPartition(p) = &node.op {
+        return cpu_partition(graph, node, values, p);
+    }
     let want_inputs = match node.op {
         Op::Eltwise { .. } => (2, usize::MAX),
         Op::Concat => (1, usize::MAX),
@@ -242,9 +245,51 @@ fn eval_node(
             same_shape(xs, ys)?;
             x.iter().map(|&v| func.apply(v, *alpha, *beta)).collect()
         }
+        Op::CpuPartition(_) => unreachable!("evaluated above"),
     };
     debug_assert_eq!(y.len(), ys.elements());
     Ok(vec![y; node.outputs.len()])
+}
+
+/// An ONNX partition, run by the same engine (tract) the runtime runs it with.
+fn cpu_partition(
+    graph: &Graph,
+    node: &Node,
+    values: &[Option<Vec<f32>>],
+    p: &crate::ir::CpuPartition,
+) -> Result<Vec<Vec<f32>>, String> {
+    if node.inputs.len() != p.input_dims.len() || node.outputs.len() != p.output_dims.len() {
+        return Err(format!(
+            "{} inputs and {} outputs, the partition has {} and {}",
+            node.inputs.len(),
+            node.outputs.len(),
+            p.input_dims.len(),
+            p.output_dims.len()
+        ));
+    }
+    let ins = node
+        .inputs
+        .iter()
+        .map(|&t| value(graph, values, t))
+        .collect::<Result<Vec<_>, _>>()?;
+    let inputs: Vec<(Vec<usize>, &[f32])> = p.input_dims.iter().cloned().zip(ins).collect();
+    let outs = nvdla_umd::partition::eval(&p.model, &inputs).map_err(|e| e.to_string())?;
+    outs.into_iter()
+        .zip(&node.outputs)
+        .map(|((_, v), &t)| {
+            let want = graph.shape(t).elements();
+            if v.len() == want {
+                Ok(v)
+            } else {
+                Err(format!(
+                    "output `{}`: the partition gave {} values, its shape {} holds {want}",
+                    graph.tensor(t).name,
+                    v.len(),
+                    graph.shape(t)
+                ))
+            }
+        })
+        .collect()
 }
 
 /// Output shape must equal input shape.

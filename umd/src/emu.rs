@@ -98,3 +98,82 @@ pub fn softmax_f32(x: &[f32]) -> Vec<f32> {
     nvdla_emu::softmax_f32(x, &mut out);
     out
 }
+
+/// Why a task with CPU partitions failed: the operation index and the error.
+#[cfg(feature = "cpu-partitions")]
+#[derive(Debug)]
+pub enum HostedTaskError {
+    /// An emulator operation (or the task's descriptors) failed.
+    Emu(TaskError),
+    /// A CPU partition failed.
+    Partition {
+        /// Operation index.
+        op: usize,
+        /// Why.
+        error: crate::partition::PartitionError,
+    },
+}
+
+/// The partition operation `index` of the task names, if it is one: its decoded
+/// descriptor.
+#[cfg(feature = "cpu-partitions")]
+fn partition_at(
+    mem: &mut dyn SlotMemory,
+    task: &TaskSummary,
+    index: usize,
+) -> Result<Option<crate::partition::PartitionDesc>, HostedTaskError> {
+    use crate::partition::{container_desc, PartitionDesc, PartitionError};
+    let size = nvdla_loadable::emu::OPERATION_CONTAINER_SIZE;
+    let at = |error| HostedTaskError::Partition { op: index, error };
+    let list = usize::try_from(task.network.operation_desc_index).ok();
+    let Some(ops) = list.and_then(|l| mem.slot(l)) else {
+        return Ok(None);
+    };
+    let Some((slot, len)) = ops
+        .get(index * size..(index + 1) * size)
+        .and_then(container_desc)
+    else {
+        return Ok(None);
+    };
+    let bytes = usize::try_from(slot)
+        .ok()
+        .filter(|&s| s < mem.slot_count())
+        .and_then(|s| mem.slot(s))
+        .and_then(|b| b.get(..len as usize))
+        .ok_or_else(|| {
+            at(PartitionError::Descriptor(format!(
+                "{len} bytes at address-list slot {slot}: no such memory"
+            )))
+        })?
+        .to_vec();
+    PartitionDesc::decode(&bytes).map(Some).map_err(at)
+}
+
+/// [`run_task`] for the hosted runtime: ONNX partition operations
+/// ([`crate::partition::FALLBACK_PARTITION`]) run with tract, every other operation as
+/// the emulator runs it. Every operation is decoded before the first runs.
+#[cfg(feature = "cpu-partitions")]
+pub fn run_hosted_task(mem: &mut dyn SlotMemory) -> Result<TaskSummary, HostedTaskError> {
+    let emu = |op: Option<usize>| move |error| HostedTaskError::Emu(TaskError { op, error });
+    let task = decode_network(mem).map_err(emu(None))?;
+    let mut partitions = Vec::with_capacity(task.num_operations());
+    for i in 0..task.num_operations() {
+        let p = partition_at(mem, &task, i)?;
+        if p.is_none() {
+            decode_op(mem, &task, i).map_err(emu(Some(i)))?;
+        }
+        partitions.push(p);
+    }
+    let mut scratch = VecScratch::default();
+    for (i, p) in partitions.iter().enumerate() {
+        match p {
+            Some(desc) => crate::partition::run(desc, mem)
+                .map_err(|error| HostedTaskError::Partition { op: i, error })?,
+            None => {
+                let op = decode_op(mem, &task, i).map_err(emu(Some(i)))?;
+                nvdla_emu::execute_op(&op, mem, &mut scratch).map_err(emu(Some(i)))?;
+            }
+        }
+    }
+    Ok(task)
+}

@@ -143,6 +143,17 @@ pub enum Error {
         /// Why.
         source: EmuError,
     },
+    /// A CPU partition of an EMU1 task failed.
+    #[cfg(feature = "cpu-partitions")]
+    #[error("task {task} (EMU1) operation {op} (ONNX partition on the CPU): {source}")]
+    Partition {
+        /// Task id.
+        task: usize,
+        /// Operation index.
+        op: usize,
+        /// Why.
+        source: crate::partition::PartitionError,
+    },
     /// A relocation cannot be applied.
     #[error("reloc_list[{index}]: {what}")]
     Reloc {

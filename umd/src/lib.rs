@@ -36,6 +36,8 @@ pub mod fp16;
 pub mod image;
 pub mod npy;
 pub mod onnx;
+#[cfg(feature = "cpu-partitions")]
+pub mod partition;
 pub mod runtime;
 pub mod server;
 pub mod tensor;

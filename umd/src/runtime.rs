@@ -950,6 +950,20 @@ impl<'l> Runtime<'l> {
             slots.push(EmuSlot { addr, content });
         }
         let mut mem = DeviceSlots { dev, slots };
+        #[cfg(feature = "cpu-partitions")]
+        let summary = emu::run_hosted_task(&mut mem).map_err(|e| match e {
+            emu::HostedTaskError::Emu(e) => Error::Emu {
+                task: ti,
+                op: e.op,
+                source: e.error,
+            },
+            emu::HostedTaskError::Partition { op, error } => Error::Partition {
+                task: ti,
+                op,
+                source: error,
+            },
+        })?;
+        #[cfg(not(feature = "cpu-partitions"))]
         let summary = emu::run_task(&mut mem).map_err(|e| Error::Emu {
             task: ti,
             op: e.op,

@@ -60,6 +60,16 @@ pub(crate) enum Value {
         /// Dimensions after padding.
         dims: Vec<usize>,
     },
+    /// A value computed on the CPU, inside CPU partition `part` (`--cpu-fallback`; see
+    /// [`super::partition`]); written to memory when the hardware reads it.
+    Cpu {
+        /// The partition.
+        part: usize,
+        /// ONNX dimensions.
+        dims: Vec<usize>,
+        /// Whether its element type is a floating-point one.
+        float: bool,
+    },
     /// An output the IR does not compute; reading it is an error with this reason.
     Unavailable(String),
 }
@@ -70,7 +80,7 @@ impl Value {
         match self {
             Value::Const(c) => Some(&c.dims),
             Value::Act(a) => Some(&a.dims),
-            Value::Padded { dims, .. } => Some(dims),
+            Value::Padded { dims, .. } | Value::Cpu { dims, .. } => Some(dims),
             Value::Unavailable(_) => None,
         }
     }
@@ -180,6 +190,10 @@ impl NodeCx<'_> {
             Some(Value::Unavailable(r)) => {
                 Err(self.err(format!("input `{}`: {r}", self.in_name(k))))
             }
+            Some(Value::Cpu { .. }) => Err(self.err(format!(
+                "input `{}` is computed on the CPU and not in memory",
+                self.in_name(k)
+            ))),
             None => Err(self.err(format!("input {k} is missing"))),
         }
     }
@@ -315,7 +329,9 @@ pub(crate) struct Builder {
     /// The IR graph.
     pub g: Graph,
     /// ONNX value name -> value.
-    values: HashMap<String, Value>,
+    pub values: HashMap<String, Value>,
+    /// The CPU partitions (`--cpu-fallback`).
+    pub cpu: super::partition::CpuSide,
     /// The network inputs' tensors (an output that aliases one gets its own Identity).
     graph_input_tensors: HashSet<TensorId>,
     /// Map operators to CPU fallback operations (`--cpu-fallback`).
@@ -429,6 +445,7 @@ pub(crate) fn build(graph: &GraphProto, opset: i64, opts: &Options) -> Result<Gr
         },
         values: HashMap::new(),
         graph_input_tensors: HashSet::new(),
+        cpu: Default::default(),
         cpu_fallback: opts.cpu_fallback,
         computed: 0,
     };
@@ -545,6 +562,7 @@ pub(crate) fn build(graph: &GraphProto, opset: i64, opts: &Options) -> Result<Gr
         b.node(i, node, opset)?;
     }
     b.outputs(graph)?;
+    b.finish_partitions(opset)?;
     Ok(b.g)
 }
 
@@ -666,13 +684,34 @@ impl Builder {
                 }
             }
         }
-        let cx = NodeCx {
+        let mut cx = NodeCx {
             node,
             label: label.clone(),
             opset,
             inputs,
         };
-        let outs = ops::map(self, &cx)?;
+        let outs = if !self.cpu_fallback {
+            ops::map(self, &cx)?
+        } else if super::partition::stays_on_cpu(&node.op_type, &cx.inputs) {
+            self.cpu_node(&cx, None)?
+        } else {
+            // The hardware first; what it refuses goes to the CPU, and whatever the
+            // attempt added is taken back.
+            let snapshot = self.snapshot();
+            let original = cx.inputs.clone();
+            let mapped = self.materialize_inputs(&cx).and_then(|inputs| {
+                cx.inputs = inputs;
+                ops::map(self, &cx)
+            });
+            match mapped {
+                Ok(outs) => outs,
+                Err(refusal) => {
+                    self.restore(snapshot);
+                    cx.inputs = original;
+                    self.cpu_node(&cx, Some(refusal))?
+                }
+            }
+        };
         for (k, name) in node.output.iter().enumerate() {
             if name.is_empty() {
                 continue;
@@ -720,6 +759,7 @@ impl Builder {
                     let t = self.materialize_pad(&vi.name, &act, pads, value, &dims)?;
                     Act { t, dims }
                 }
+                Some(Value::Cpu { .. }) => self.cpu_output(&vi.name)?,
                 Some(Value::Unavailable(r)) => return Err(err(r.clone())),
             };
             let t = if self.graph_input_tensors.contains(&act.t) || self.g.outputs.contains(&act.t)

@@ -62,6 +62,7 @@
 mod build;
 mod fold;
 mod ops;
+mod partition;
 pub mod proto;
 mod tensor;
 

@@ -1,0 +1,461 @@
+//! CPU partitions (`--cpu-fallback`): ONNX nodes that no IR operation computes, gathered
+//! into ONNX subgraphs that run on the CPU (tract, in `nvdla-runtime` and in the compiler's
+//! reference), as ONNX Runtime hands its CPU provider what an accelerator's provider does
+//! not take.
+//!
+//! Assignment, node by node in the model's order:
+//! - a node whose activation inputs all come from the CPU stays there unless it is one of
+//!   the operators that carry a network's arithmetic (convolutions and matrix products),
+//!   so that a chain of reshapes and transposes does not bounce between the engines;
+//! - every other node is mapped to the IR first; if the mapping refuses it, it goes to the
+//!   CPU, and whatever the attempt added to the graph is taken back.
+//!
+//! A CPU node joins the open partition when every input it reads from outside the
+//! partition was produced before the partition's place in the graph (otherwise the
+//! partition would wait for itself); else a new partition opens at the end of the graph.
+//! Values a partition computes stay inside it until a hardware node or a graph output
+//! needs them: only then does the partition write them to memory (an output of the IR
+//! node, laid out as any activation).
+
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use prost::Message;
+
+use super::build::{ir_shape, Act, Builder, NodeCx, Value};
+use super::proto::{
+    data_type as dt, Dimension, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorProto,
+    TensorShapeProto, TensorTypeProto, TypeProto, ValueInfoProto,
+};
+use super::tensor::{fmt_dims, Const, Data};
+use crate::error::{CompileError, Result};
+use crate::ir::{CpuPartition, Node, Op, TensorId};
+
+/// Operators that carry the arithmetic of a network: tried on the hardware even when their
+/// inputs come from the CPU.
+const HEAVY: &[&str] = &["Conv", "ConvTranspose", "Gemm", "MatMul"];
+
+/// A partition being built.
+#[derive(Debug, Default)]
+pub(crate) struct Partition {
+    /// Index of its IR node.
+    node: usize,
+    /// Its ONNX nodes, in order.
+    nodes: Vec<NodeProto>,
+    /// Values read from outside: ONNX name, dimensions, IR tensor.
+    inputs: Vec<(String, Vec<usize>, TensorId)>,
+    /// Constants it reads, by ONNX name.
+    consts: Vec<(String, Rc<Const>)>,
+    /// Values it writes to memory: ONNX name, dimensions, IR tensor.
+    outputs: Vec<(String, Vec<usize>, TensorId)>,
+}
+
+/// The CPU side of the builder: the partitions and which IR tensors they write.
+#[derive(Debug, Default)]
+pub(crate) struct CpuSide {
+    partitions: Vec<Partition>,
+    /// IR tensor -> (partition, ONNX name) of the values partitions write.
+    written: HashMap<TensorId, (usize, String)>,
+}
+
+/// What [`Builder::snapshot`] keeps to take a failed mapping back.
+pub(crate) struct Snapshot {
+    nodes: usize,
+    tensors: usize,
+    values: HashMap<String, Value>,
+    outputs: Vec<usize>,
+    written: HashMap<TensorId, (usize, String)>,
+}
+
+/// Whether a node reading `inputs` stays on the CPU without trying the hardware.
+pub(crate) fn stays_on_cpu(op: &str, inputs: &[Option<Value>]) -> bool {
+    // Shape and Size fold to constants from the dimensions alone.
+    if matches!(op, "Shape" | "Size") {
+        return false;
+    }
+    let acts: Vec<&Value> = inputs
+        .iter()
+        .flatten()
+        .filter(|v| !matches!(v, Value::Const(_)))
+        .collect();
+    !acts.is_empty() && acts.iter().all(|v| matches!(v, Value::Cpu { .. })) && !HEAVY.contains(&op)
+}
+
+fn tensor_proto(name: &str, c: &Const) -> TensorProto {
+    let mut t = TensorProto {
+        name: name.to_string(),
+        dims: c.dims.iter().map(|&d| d as i64).collect(),
+        ..Default::default()
+    };
+    match &c.data {
+        Data::F(v) => {
+            t.data_type = dt::FLOAT;
+            t.float_data = v.clone();
+        }
+        Data::I(v) => {
+            // Integer constants keep their type (shapes are INT64, indices INT32 or INT64).
+            t.data_type = c.dtype;
+            match c.dtype {
+                dt::INT64 => t.int64_data = v.clone(),
+                dt::UINT32 | dt::UINT64 => t.uint64_data = v.iter().map(|&x| x as u64).collect(),
+                _ => t.int32_data = v.iter().map(|&x| x as i32).collect(),
+            }
+        }
+    }
+    t
+}
+
+fn value_info(name: &str, dims: Option<&[usize]>) -> ValueInfoProto {
+    ValueInfoProto {
+        name: name.to_string(),
+        r#type: dims.map(|d| TypeProto {
+            tensor_type: Some(TensorTypeProto {
+                elem_type: dt::FLOAT,
+                shape: Some(TensorShapeProto {
+                    dim: d
+                        .iter()
+                        .map(|&v| Dimension {
+                            dim_value: Some(v as i64),
+                            dim_param: None,
+                        })
+                        .collect(),
+                }),
+            }),
+        }),
+    }
+}
+
+impl Partition {
+    /// The partition as an ONNX model whose outputs are `outputs`.
+    fn model(&self, opset: i64, outputs: &[&str]) -> Vec<u8> {
+        ModelProto {
+            ir_version: 8,
+            producer_name: "nvdla-compiler".into(),
+            producer_version: env!("CARGO_PKG_VERSION").into(),
+            graph: Some(GraphProto {
+                node: self.nodes.clone(),
+                name: "cpu_partition".into(),
+                initializer: self
+                    .consts
+                    .iter()
+                    .map(|(n, c)| tensor_proto(n, c))
+                    .collect(),
+                input: self
+                    .inputs
+                    .iter()
+                    .map(|(n, d, _)| value_info(n, Some(d)))
+                    .collect(),
+                output: outputs.iter().map(|n| value_info(n, None)).collect(),
+                value_info: Vec::new(),
+            }),
+            opset_import: vec![OperatorSetIdProto {
+                domain: String::new(),
+                version: opset,
+            }],
+        }
+        .encode_to_vec()
+    }
+
+    fn input_dims(&self) -> Vec<Vec<usize>> {
+        self.inputs.iter().map(|(_, d, _)| d.clone()).collect()
+    }
+}
+
+impl Builder {
+    /// What a failed hardware mapping must take back.
+    pub(crate) fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            nodes: self.g.nodes.len(),
+            tensors: self.g.tensors.len(),
+            values: self.values.clone(),
+            outputs: self
+                .cpu
+                .partitions
+                .iter()
+                .map(|p| p.outputs.len())
+                .collect(),
+            written: self.cpu.written.clone(),
+        }
+    }
+
+    /// Takes back everything added since `s`.
+    pub(crate) fn restore(&mut self, s: Snapshot) {
+        self.g.nodes.truncate(s.nodes);
+        self.g.tensors.truncate(s.tensors);
+        self.values = s.values;
+        self.cpu.written = s.written;
+        for (p, n) in self.cpu.partitions.iter_mut().zip(s.outputs) {
+            p.outputs.truncate(n);
+            let keep: Vec<TensorId> = p.outputs.iter().map(|o| o.2).collect();
+            if let Some(node) = self.g.nodes.get_mut(p.node) {
+                node.outputs = keep;
+            }
+        }
+    }
+
+    /// Has partition `part` write value `name` (computed on the CPU) to memory: it becomes
+    /// an activation the hardware can read.
+    fn materialize(&mut self, label: &str, name: &str) -> Result<Act> {
+        let Some(Value::Cpu { part, dims, float }) = self.values.get(name).cloned() else {
+            return match self.values.get(name) {
+                Some(Value::Act(a)) => Ok(a.clone()),
+                _ => Err(CompileError::layer(
+                    label,
+                    "CpuPartition",
+                    format!("no value `{name}`"),
+                )),
+            };
+        };
+        let err = |r: String| CompileError::layer(label, "CpuPartition", r);
+        if dims.len() > MAX_RANK {
+            return Err(err(format!(
+                "`{name}` has {} dimensions; a tensor leaving a CPU partition has at most \
+                 {MAX_RANK}",
+                dims.len()
+            )));
+        }
+        if !float {
+            return Err(err(format!(
+                "`{name}` is a tensor of integers computed on the CPU: NVDLA feature data is \
+                 fp16 or int8"
+            )));
+        }
+        let shape = ir_shape(&dims).map_err(|e| err(format!("`{name}`: {e}")))?;
+        let t = self.g.add_tensor(name, shape);
+        let p = &mut self.cpu.partitions[part];
+        p.outputs.push((name.to_string(), dims.clone(), t));
+        self.g.nodes[p.node].outputs.push(t);
+        self.cpu.written.insert(t, (part, name.to_string()));
+        let a = Act { t, dims };
+        self.values.insert(name.to_string(), Value::Act(a.clone()));
+        Ok(a)
+    }
+
+    /// The inputs of `cx` with every value computed on the CPU written to memory.
+    pub(crate) fn materialize_inputs(&mut self, cx: &NodeCx<'_>) -> Result<Vec<Option<Value>>> {
+        let mut out = cx.inputs.clone();
+        for (k, v) in out.iter_mut().enumerate() {
+            if let Some(Value::Cpu { .. }) = v {
+                *v = Some(Value::Act(self.materialize(&cx.label, cx.in_name(k))?));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The graph output `name` as an activation (written by its partition if it was
+    /// computed on the CPU).
+    pub(crate) fn cpu_output(&mut self, name: &str) -> Result<Act> {
+        self.materialize(name, name)
+    }
+
+    /// Whether input `v` of a CPU node can be read by partition `open`.
+    fn readable_by(&self, open: usize, v: &Value) -> bool {
+        let pos = self.cpu.partitions[open].node;
+        match v {
+            Value::Const(_) | Value::Cpu { .. } => true,
+            Value::Act(a) => match self.cpu.written.get(&a.t) {
+                // Read inside the partition (reshaped if it was reshaped on the way).
+                Some((p, _)) if *p == open => true,
+                _ => self.g.producer(a.t).is_none_or(|n| n.0 < pos),
+            },
+            Value::Padded { .. } | Value::Unavailable(_) => false,
+        }
+    }
+
+    /// Maps the node of `cx` to the CPU: it joins the open partition or opens one; its
+    /// outputs are values computed on the CPU. `refusal` is why the hardware did not take
+    /// it, reported if the CPU cannot run it either.
+    pub(crate) fn cpu_node(
+        &mut self,
+        cx: &NodeCx<'_>,
+        refusal: Option<CompileError>,
+    ) -> Result<Vec<Value>> {
+        let fail = |why: String| -> CompileError {
+            match &refusal {
+                Some(CompileError::Layer {
+                    layer,
+                    layer_type,
+                    reason,
+                }) => CompileError::layer(
+                    layer.clone(),
+                    layer_type.clone(),
+                    format!("{reason}; on the CPU: {why}"),
+                ),
+                _ => CompileError::layer(cx.label.clone(), cx.op().to_string(), why),
+            }
+        };
+        for (k, v) in cx.inputs.iter().enumerate() {
+            match v {
+                Some(Value::Unavailable(r)) => {
+                    return Err(fail(format!("input `{}`: {r}", cx.in_name(k))))
+                }
+                Some(Value::Padded { .. }) => {
+                    return Err(fail(format!(
+                        "input `{}` is a pending Pad that only Conv and pooling fold",
+                        cx.in_name(k)
+                    )))
+                }
+                _ => {}
+            }
+        }
+        let open = self.cpu.partitions.len().checked_sub(1);
+        let joins = open.is_some_and(|o| {
+            cx.inputs
+                .iter()
+                .all(|v| v.as_ref().is_none_or(|v| self.readable_by(o, v)))
+        });
+        let part = match (open, joins) {
+            (Some(o), true) => o,
+            _ => {
+                let node = self.g.add_node(Node {
+                    name: format!("cpu_partition{}", self.cpu.partitions.len()),
+                    source_type: "CpuPartition".into(),
+                    op: Op::CpuPartition(Arc::new(CpuPartition::default())),
+                    inputs: Vec::new(),
+                    outputs: Vec::new(),
+                });
+                self.cpu.partitions.push(Partition {
+                    node: node.0,
+                    ..Default::default()
+                });
+                self.cpu.partitions.len() - 1
+            }
+        };
+        let mut proto = cx.node.clone();
+        for (k, v) in cx.inputs.iter().enumerate() {
+            let Some(v) = v else { continue };
+            let name = cx.in_name(k).to_string();
+            match v {
+                Value::Const(c) => {
+                    let p = &mut self.cpu.partitions[part];
+                    if !p.consts.iter().any(|(n, _)| *n == name) {
+                        p.consts.push((name, c.clone()));
+                    }
+                }
+                Value::Cpu { part: q, .. } if *q == part => {}
+                Value::Cpu { .. } => {
+                    let a = self.materialize(&cx.label, &name)?;
+                    self.bind_input(part, &name, a);
+                }
+                Value::Act(a) => match self.cpu.written.get(&a.t).cloned() {
+                    Some((q, n)) if q == part && n == name => {}
+                    Some((q, n)) if q == part => {
+                        // The value this partition wrote, reshaped on the way back: reshape
+                        // it inside the partition instead of reading it back.
+                        let alias = format!("{name}/cpu_reshape");
+                        let shape = format!("{alias}/shape");
+                        let p = &mut self.cpu.partitions[part];
+                        let dims: Vec<i64> = a.dims.iter().map(|&d| d as i64).collect();
+                        p.consts.push((
+                            shape.clone(),
+                            Rc::new(Const {
+                                dtype: dt::INT64,
+                                dims: vec![dims.len()],
+                                data: Data::I(dims),
+                            }),
+                        ));
+                        p.nodes.push(NodeProto {
+                            input: vec![n, shape],
+                            output: vec![alias.clone()],
+                            name: alias.clone(),
+                            op_type: "Reshape".into(),
+                            ..Default::default()
+                        });
+                        proto.input[k] = alias;
+                    }
+                    _ if a.dims.len() > MAX_RANK => {
+                        return Err(fail(format!(
+                            "input `{name}` has {} dimensions; a tensor entering a CPU \
+                             partition has at most {MAX_RANK}",
+                            a.dims.len()
+                        )))
+                    }
+                    _ => self.bind_input(part, &name, a.clone()),
+                },
+                _ => unreachable!("refused above"),
+            }
+        }
+        self.cpu.partitions[part].nodes.push(proto);
+        // The node's output dimensions, as tract infers them from the partition so far.
+        let outs: Vec<&str> = cx
+            .node
+            .output
+            .iter()
+            .filter(|n| !n.is_empty())
+            .map(String::as_str)
+            .collect();
+        let p = &self.cpu.partitions[part];
+        let model = p.model(cx.opset, &outs);
+        let facts = nvdla_umd::partition::output_facts(&model, &p.input_dims()).map_err(|e| {
+            self.cpu.partitions[part].nodes.pop();
+            fail(format!("tract cannot run it: {e}"))
+        })?;
+        let mut facts = facts.into_iter();
+        Ok(cx
+            .node
+            .output
+            .iter()
+            .map(|n| {
+                if n.is_empty() {
+                    return Value::Unavailable("an absent output".into());
+                }
+                let (dims, float) = facts.next().unwrap_or_default();
+                Value::Cpu { part, dims, float }
+            })
+            .collect())
+    }
+
+    /// Makes `a` (ONNX value `name`) an input of partition `part`.
+    fn bind_input(&mut self, part: usize, name: &str, a: Act) {
+        let p = &mut self.cpu.partitions[part];
+        if p.inputs.iter().any(|(n, _, _)| n == name) {
+            return;
+        }
+        p.inputs.push((name.to_string(), a.dims, a.t));
+        self.g.nodes[p.node].inputs.push(a.t);
+    }
+
+    /// Gives every partition its model; a partition that writes nothing is dropped.
+    pub(crate) fn finish_partitions(&mut self, opset: i64) -> Result<()> {
+        let mut dead = Vec::new();
+        for p in &self.cpu.partitions {
+            if p.outputs.is_empty() {
+                dead.push(p.node);
+                continue;
+            }
+            let names: Vec<&str> = p.outputs.iter().map(|o| o.0.as_str()).collect();
+            let model = p.model(opset, &names);
+            let input_dims = p.input_dims();
+            // The dimensions tract gives must be the ones the graph was built with.
+            let facts = nvdla_umd::partition::output_facts(&model, &input_dims)
+                .map_err(|e| CompileError::Network(format!("CPU partition {}: {e}", p.node)))?;
+            for ((name, dims, _), (got, _)) in p.outputs.iter().zip(&facts) {
+                if dims != got {
+                    return Err(CompileError::Network(format!(
+                        "CPU partition output `{name}`: {} when built, {} now",
+                        fmt_dims(dims),
+                        fmt_dims(got)
+                    )));
+                }
+            }
+            self.g.nodes[p.node].op = Op::CpuPartition(Arc::new(CpuPartition {
+                model,
+                input_dims,
+                output_dims: p.outputs.iter().map(|o| o.1.clone()).collect(),
+                ops: p.nodes.iter().map(|n| n.op_type.clone()).collect(),
+            }));
+        }
+        if !dead.is_empty() {
+            let mut i = 0;
+            self.g.nodes.retain(|_| {
+                i += 1;
+                !dead.contains(&(i - 1))
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Most dimensions a boundary tensor may have (the runtime's descriptor holds six).
+pub(crate) const MAX_RANK: usize = nvdla_umd::partition::MAX_RANK;
