@@ -266,6 +266,7 @@ fn load(
             input_shapes: Vec::new(),
             constants,
             cpu_fallback: fallback,
+            target: None,
         },
     )
 }

@@ -249,9 +249,11 @@ type TaskBlob = (String, SubInterface, Interface, Version, Vec<u8>);
 type Reloc = (u16, usize, u64, RelocType);
 
 fn tensor_desc(sf: &Surface, t: &Target, mem_id: u16) -> TensorSpec {
-    let (data_type, pixel) = match t.precision {
+    let atom = t.atom_of(sf.precision);
+    let (data_type, pixel) = match sf.precision {
+        Precision::Fp16 if atom == 8 => (DataType::HALF, PixelFormat::FEATURE_X8),
         Precision::Fp16 => (DataType::HALF, PixelFormat::FEATURE),
-        Precision::Int8 if t.atom() == 8 => (DataType::INT8, PixelFormat::FEATURE_X8),
+        Precision::Int8 if atom == 8 => (DataType::INT8, PixelFormat::FEATURE_X8),
         Precision::Int8 => (DataType::INT8, PixelFormat::FEATURE),
     };
     TensorSpec {
@@ -272,7 +274,7 @@ fn tensor_desc(sf: &Surface, t: &Target, mem_id: u16) -> TensorSpec {
         ],
         // strides[3]: bytes between batch items (0 for one item).
         strides: [
-            t.bpe(),
+            sf.precision.bytes(),
             sf.line_stride,
             sf.surf_stride,
             if sf.batch > 1 { sf.size / sf.batch } else { 0 },
@@ -1000,11 +1002,11 @@ impl Ctx<'_> {
                         let s = p.surface(id);
                         nvdla_umd::partition::TensorBinding {
                             address_index: self.surface_address(id).0,
-                            precision: match self.t.precision {
+                            precision: match s.precision {
                                 Precision::Fp16 => nvdla_umd::partition::SurfacePrecision::Fp16,
                                 Precision::Int8 => nvdla_umd::partition::SurfacePrecision::Int8,
                             },
-                            channels_per_group: self.t.channels_per_atom() as u8,
+                            channels_per_group: self.t.channels_per_atom_of(s.precision) as u8,
                             offset: s.offset as u32,
                             size: s.size,
                             channel: s.c,

@@ -7,6 +7,7 @@
 #![warn(missing_docs)]
 
 pub mod calibrate;
+pub mod capability;
 pub mod compare;
 pub mod dump;
 pub mod emit;

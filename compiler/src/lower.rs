@@ -923,8 +923,28 @@ impl Lowering<'_> {
                 let outputs: Vec<SurfId> =
                     n.outputs.iter().map(|&t| self.output_surface(t)).collect();
                 if self.t.precision == Precision::Int8 {
+                    // A network output nothing else reads keeps the partition's precision
+                    // better in half precision than in int8 steps of one scale (a YOLO
+                    // head concatenates boxes in pixels with class scores below 1).
+                    for (&t, &id) in n.outputs.iter().zip(&outputs) {
+                        if g.consumers(t).is_empty()
+                            && matches!(self.p.surface(id).kind, SurfKind::Output(_))
+                        {
+                            let s = self.p.surface(id).clone();
+                            let mut h = self.surface_geometry(&s.name, s.c, s.h, s.w, s.kind);
+                            let atom = self.t.atom_of(Precision::Fp16);
+                            h.precision = Precision::Fp16;
+                            h.line_stride = s.w * atom;
+                            h.surf_stride = h.line_stride * s.h;
+                            h.size = h.surf_stride
+                                * s.c.div_ceil(self.t.channels_per_atom_of(Precision::Fp16));
+                            self.p.surfaces[id.0] = h;
+                        }
+                    }
                     for &id in inputs.iter().chain(&outputs) {
-                        self.require_scale(id)?;
+                        if self.p.surface(id).precision == Precision::Int8 {
+                            self.require_scale(id)?;
+                        }
                     }
                 }
                 self.p.ops.push(HwOp {

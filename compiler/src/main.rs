@@ -152,6 +152,7 @@ fn model_files(a: &Args) -> Result<ModelFiles, CompileError> {
             model: model.clone(),
             input_shapes: a.input_shape.clone(),
             cpu_fallback: a.cpu_fallback,
+            target: None,
         }),
         (None, None, None) => Err(CompileError::Option(
             "no model: give --prototxt F --caffemodel F (Caffe) or --onnx F (ONNX)".into(),
@@ -238,6 +239,10 @@ fn run(a: &Args) -> Result<(), CompileError> {
             ModelFiles::Onnx { model, .. } => model.display(),
         }
     ));
+    let mut files = files;
+    if let ModelFiles::Onnx { target: t, .. } = &mut files {
+        *t = Some(target);
+    }
     let mut graph = frontend::load(&files)?;
     preprocess::apply(
         &mut graph,

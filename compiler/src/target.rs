@@ -94,6 +94,22 @@ impl Target {
         (self.atom() / self.bpe()).max(1)
     }
 
+    /// The atom of a surface of precision `p`: the build's own for its precision; 32 bytes
+    /// (the `FEATURE` format) for the half-precision network outputs an int8 build's CPU
+    /// partitions write, which no engine reads.
+    pub fn atom_of(&self, p: Precision) -> u32 {
+        if p == self.precision {
+            self.atom()
+        } else {
+            32
+        }
+    }
+
+    /// Channels per atom of a surface of precision `p` ([`Self::atom_of`]).
+    pub fn channels_per_atom_of(&self, p: Precision) -> u32 {
+        (self.atom_of(p) / p.bytes()).max(1)
+    }
+
     /// Bytes of one CBUF entry: a 64-channel 16-bit atom on v1 (`atomic_c * 2`), the bank
     /// width on v2 (hwarch "Convolution Buffer"; upstream's `bufEntryWidth`).
     pub fn cbuf_entry_bytes(&self) -> u32 {

@@ -114,6 +114,7 @@ fn load(
             input_shapes: Vec::new(),
             constants,
             cpu_fallback: false,
+            target: None,
         },
     )
 }

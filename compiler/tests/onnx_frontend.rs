@@ -224,6 +224,7 @@ fn mnist_cntk_loads() {
         model: dir.join("mnist-cntk.onnx"),
         input_shapes: vec![],
         cpu_fallback: false,
+        target: None,
     })
     .unwrap();
     assert_eq!(g.name, "CNTKGraph");

@@ -48,6 +48,7 @@ fn model(shared: &Path) -> Graph {
         model: shared.join("models/onnx/mnist-cntk.onnx"),
         input_shapes: Vec::new(),
         cpu_fallback: false,
+        target: None,
     })
     .unwrap_or_else(|e| panic!("{e}"))
 }

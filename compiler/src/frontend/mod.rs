@@ -30,6 +30,9 @@ pub enum ModelFiles {
         /// Map operators only the CPU can compute to CPU fallback operations
         /// (`--cpu-fallback`).
         cpu_fallback: bool,
+        /// The build compiled for: with `cpu_fallback`, nodes its engines cannot take
+        /// ([`crate::capability`]) go to the CPU too.
+        target: Option<crate::target::Target>,
     },
 }
 

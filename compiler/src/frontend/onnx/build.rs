@@ -336,6 +336,8 @@ pub(crate) struct Builder {
     graph_input_tensors: HashSet<TensorId>,
     /// Map operators to CPU fallback operations (`--cpu-fallback`).
     pub cpu_fallback: bool,
+    /// The build compiled for: nodes it cannot take go to the CPU (with `cpu_fallback`).
+    pub target: Option<crate::target::Target>,
     /// Elements of the constants and weights computed so far (folding, synthesized
     /// weights), bounded by [`MAX_TOTAL_COMPUTED`].
     computed: usize,
@@ -447,6 +449,7 @@ pub(crate) fn build(graph: &GraphProto, opset: i64, opts: &Options) -> Result<Gr
         graph_input_tensors: HashSet::new(),
         cpu: Default::default(),
         cpu_fallback: opts.cpu_fallback,
+        target: opts.target,
         computed: 0,
     };
     let input_err = |name: &str, reason: String| CompileError::layer(name, "graph input", reason);
@@ -699,10 +702,16 @@ impl Builder {
             // attempt added is taken back.
             let snapshot = self.snapshot();
             let original = cx.inputs.clone();
-            let mapped = self.materialize_inputs(&cx).and_then(|inputs| {
-                cx.inputs = inputs;
-                ops::map(self, &cx)
-            });
+            let mapped = self
+                .materialize_inputs(&cx)
+                .and_then(|inputs| {
+                    cx.inputs = inputs;
+                    ops::map(self, &cx)
+                })
+                .and_then(|outs| match self.refusal(snapshot.nodes()) {
+                    Some(why) => Err(cx.err(why)),
+                    None => Ok(outs),
+                });
             match mapped {
                 Ok(outs) => outs,
                 Err(refusal) => {

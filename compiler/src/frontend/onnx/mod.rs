@@ -83,6 +83,9 @@ pub struct Options {
     /// Map the operators the hardware cannot compute but the CPU fallback can
     /// (`--cpu-fallback`; see [`crate::CompileOptions::cpu_fallback`]).
     pub cpu_fallback: bool,
+    /// The build compiled for: with `cpu_fallback`, nodes its engines cannot take
+    /// ([`crate::capability`]) go to the CPU too.
+    pub target: Option<crate::target::Target>,
 }
 
 /// Loads the model of `files` (which must be [`ModelFiles::Onnx`]).
@@ -91,6 +94,7 @@ pub fn load_files(files: &ModelFiles) -> Result<Graph> {
         model,
         input_shapes,
         cpu_fallback,
+        target,
     } = files
     else {
         return Err(CompileError::Option(
@@ -105,6 +109,7 @@ pub fn load_files(files: &ModelFiles) -> Result<Graph> {
         input_shapes: input_shapes.clone(),
         constants: Vec::new(),
         cpu_fallback: *cpu_fallback,
+        target: *target,
     };
     let mut g = load_labeled(&bytes, &model.display().to_string(), &opts)?;
     if g.name.is_empty() {

@@ -162,7 +162,22 @@ impl Partition {
     }
 }
 
+impl Snapshot {
+    /// Nodes of the graph when it was taken.
+    pub(crate) fn nodes(&self) -> usize {
+        self.nodes
+    }
+}
+
 impl Builder {
+    /// Why the build compiled for cannot take one of the IR nodes from index `first` on.
+    pub(crate) fn refusal(&self, first: usize) -> Option<String> {
+        let t = self.target.as_ref()?;
+        self.g.nodes[first..].iter().find_map(|n| {
+            crate::capability::refusal(&self.g, n, t).map(|r| format!("{}: {r}", n.name))
+        })
+    }
+
     /// What a failed hardware mapping must take back.
     pub(crate) fn snapshot(&self) -> Snapshot {
         Snapshot {
