@@ -371,6 +371,29 @@ impl Graph {
         NodeId(self.nodes.len() - 1)
     }
 
+    /// Multiply-accumulates of node `n` per run (convolutions, deconvolutions and fully
+    /// connected layers; 0 for the others).
+    pub fn macs(&self, n: &Node) -> u64 {
+        let (Some(&x), Some(&y)) = (n.inputs.first(), n.outputs.first()) else {
+            return 0;
+        };
+        let (xs, ys) = (self.shape(x), self.shape(y));
+        let m = match &n.op {
+            Op::Conv(c) => {
+                ys.elements() * (xs.c / c.groups.max(1)) * c.window.kernel[0] * c.window.kernel[1]
+            }
+            Op::Deconv(c) => {
+                xs.elements()
+                    * (c.out_channels / c.groups.max(1))
+                    * c.window.kernel[0]
+                    * c.window.kernel[1]
+            }
+            Op::FullyConnected { .. } => ys.elements() * xs.per_item(),
+            _ => 0,
+        };
+        m as u64
+    }
+
     /// The tensor `id`.
     pub fn tensor(&self, id: TensorId) -> &Tensor {
         &self.tensors[id.0]

@@ -120,6 +120,54 @@ fn compile(
 }
 
 impl Compiled {
+    /// Where the network runs, when CPU partitions take part of it: IR nodes and MACs on
+    /// NVDLA against ONNX nodes and MACs on the CPU, and the CPU's operators by count.
+    pub fn partition_summary(&self) -> Option<String> {
+        let g = &self.graph;
+        let parts: Vec<&ir::CpuPartition> = g
+            .nodes
+            .iter()
+            .filter_map(|n| match &n.op {
+                ir::Op::CpuPartition(p) => Some(&**p),
+                _ => None,
+            })
+            .collect();
+        if parts.is_empty() {
+            return None;
+        }
+        let hw_nodes = g
+            .nodes
+            .iter()
+            .filter(|n| !matches!(n.op, ir::Op::CpuPartition(_) | ir::Op::CpuUnary { .. }))
+            .count();
+        let hw_macs: u64 = g.nodes.iter().map(|n| g.macs(n)).sum();
+        let mut cpu_macs = 0u64;
+        let mut ops: Vec<(String, usize)> = Vec::new();
+        for p in &parts {
+            cpu_macs += nvdla_umd::partition::macs(&p.model, &p.input_dims).unwrap_or(0);
+            for o in &p.ops {
+                match ops.iter_mut().find(|(n, _)| n == o) {
+                    Some((_, c)) => *c += 1,
+                    None => ops.push((o.clone(), 1)),
+                }
+            }
+        }
+        ops.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        let total = (hw_macs + cpu_macs).max(1) as f64;
+        let cpu_nodes: usize = parts.iter().map(|p| p.ops.len()).sum();
+        Some(format!(
+            "NVDLA: {hw_nodes} IR nodes, {hw_macs} MACs ({:.2} %); CPU: {} partitions of {cpu_nodes} \
+             ONNX nodes, {cpu_macs} MACs ({:.2} %): {}",
+            100.0 * hw_macs as f64 / total,
+            parts.len(),
+            100.0 * cpu_macs as f64 / total,
+            ops.iter()
+                .map(|(o, c)| format!("{o} {c}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    }
+
     /// The one-line summary: layers, operations per engine, tasks, memory, weights, time.
     pub fn summary(&self) -> String {
         use engine::Engine::*;

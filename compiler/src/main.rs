@@ -328,6 +328,9 @@ fn run(a: &Args) -> Result<(), CompileError> {
     })?;
     progress(&format!("wrote {}", out.display()));
     eprintln!("{}", compiled.summary());
+    if let Some(p) = compiled.partition_summary() {
+        eprintln!("{p}");
+    }
     Ok(())
 }
 

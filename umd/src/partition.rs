@@ -402,6 +402,22 @@ pub fn output_facts(
         .collect()
 }
 
+/// Multiply-accumulates of one run of `model` fed inputs of `input_dims`, as tract counts
+/// them (its operators' fused multiply-add costs).
+pub fn macs(model: &[u8], input_dims: &[Vec<usize>]) -> Result<u64, PartitionError> {
+    let m = typed_model(model, input_dims)?;
+    let mut total = 0u64;
+    for node in m.nodes() {
+        let facts = m.node_input_facts(node.id).map_err(model_err)?;
+        for (cost, n) in node.op.cost(&facts).map_err(model_err)? {
+            if matches!(cost, tract_onnx::tract_core::ops::Cost::FMA(_)) {
+                total += n.to_i64().unwrap_or(0).max(0) as u64;
+            }
+        }
+    }
+    Ok(total)
+}
+
 /// Runs `model` on f32 inputs of the given dimensions; every output as f32 with its
 /// dimensions.
 pub fn eval(

@@ -3,6 +3,8 @@
 //! own CPU fp32 reference.
 #![allow(dead_code)]
 
+pub mod onnx;
+
 use half::f16;
 use nvdla_compiler::ir::{Graph, TensorId};
 use nvdla_compiler::target::{Precision, Target};
@@ -191,6 +193,17 @@ pub fn from_surface_i8(
 /// Compiles `g` for `config` in int8, calibrated (max-abs) on the reference's values for
 /// `input` itself, runs it on the VP, and returns (hardware output, reference output).
 pub fn run_int8(g: &Graph, config: &str, input: &[f32], per_filter: bool) -> (Vec<f32>, Vec<f32>) {
+    run_int8_opts(g, config, input, per_filter, &Default::default())
+}
+
+/// [`run_int8`] with compile options (the CPU fallback).
+pub fn run_int8_opts(
+    g: &Graph,
+    config: &str,
+    input: &[f32],
+    per_filter: bool,
+    opts: &nvdla_compiler::CompileOptions,
+) -> (Vec<f32>, Vec<f32>) {
     use nvdla_compiler::quant::{Calibration, RangeMethod};
     let reference = nvdla_compiler::reference::run(g, &[(g.inputs[0], input.to_vec())]).unwrap();
     let want = reference[g.outputs[0].0].clone();
@@ -202,7 +215,7 @@ pub fn run_int8(g: &Graph, config: &str, input: &[f32], per_filter: bool) -> (Ve
         per_filter,
         input_scale: 1.0,
     };
-    let compiled = nvdla_compiler::compile_graph_with(g.clone(), &target, &quant)
+    let compiled = nvdla_compiler::compile_graph_opts(g.clone(), &target, &quant, opts)
         .unwrap_or_else(|e| panic!("{e}"));
     let mut dev = device(config);
     let mut rt = Runtime::load(dev.as_mut(), &compiled.loadable).unwrap();

@@ -1,0 +1,176 @@
+//! CPU partitions (`--cpu-fallback`): ONNX nodes no NVDLA engine computes (a transpose, a
+//! softmax over the width, a reduction, and on builds without a LUT a sigmoid) run on the
+//! CPU with tract between hardware tasks; the network's output on the virtual platform
+//! matches the compiler's reference (which runs the partitions with the same engine) in
+//! fp16 and int8; without the option the first such node is an error naming it.
+
+mod common;
+
+use common::onnx::*;
+use common::*;
+use nvdla_compiler::frontend::onnx;
+use nvdla_compiler::ir::{Graph, Op};
+use nvdla_compiler::target::{Precision, Target};
+use nvdla_compiler::CompileOptions;
+
+/// conv 3x3 (8 -> 16) + relu, Transpose of H and W (CPU), conv 1x1 + sigmoid, softmax
+/// over the width (CPU) and a mean over the width kept as a column (CPU), their product
+/// (broadcast over the width, CPU), conv 1x1 (16 -> 8): three CPU nodes between hardware
+/// layers, two partitions.
+fn model() -> Vec<u8> {
+    let mut rng = Rng(0x0c0f_fee0);
+    let mut w = |n: usize, s: f32| rng.vec(n, s);
+    let nodes = vec![
+        node(
+            "Conv",
+            "c1",
+            &["x", "w1", "b1"],
+            &["c1"],
+            vec![("pads", A::Is(vec![1; 4]))],
+        ),
+        node("Relu", "r1", &["c1"], &["r1"], vec![]),
+        node(
+            "Transpose",
+            "t",
+            &["r1"],
+            &["t"],
+            vec![("perm", A::Is(vec![0, 1, 3, 2]))],
+        ),
+        node("Conv", "c2", &["t", "w2", "b2"], &["c2"], vec![]),
+        node("Sigmoid", "s", &["c2"], &["s"], vec![]),
+        node("Softmax", "sm", &["s"], &["sm"], vec![("axis", A::I(3))]),
+        node(
+            "ReduceMean",
+            "m",
+            &["sm"],
+            &["m"],
+            vec![("axes", A::Is(vec![3])), ("keepdims", A::I(1))],
+        ),
+        node("Mul", "p", &["sm", "m"], &["p"], vec![]),
+        node("Conv", "c3", &["p", "w3", "b3"], &["y"], vec![]),
+    ];
+    let inits = vec![
+        tf("w1", &[16, 8, 3, 3], w(16 * 8 * 9, 0.2)),
+        tf("b1", &[16], w(16, 0.1)),
+        tf("w2", &[16, 16, 1, 1], w(256, 0.3)),
+        tf("b2", &[16], w(16, 0.1)),
+        tf("w3", &[8, 16, 1, 1], w(128, 4.0)),
+        tf("b3", &[8], w(8, 0.1)),
+    ];
+    model_with(13, vec![vi("x", &[1, 8, 7, 5])], nodes, inits, &["y"])
+}
+
+fn load(config: &str, precision: Precision, fallback: bool) -> nvdla_compiler::Result<Graph> {
+    let hw = nvdla_hw::Config::by_name(config).unwrap();
+    onnx::load(
+        &model(),
+        &onnx::Options {
+            cpu_fallback: fallback,
+            target: Some(Target::new(hw, precision).unwrap()),
+            ..Default::default()
+        },
+    )
+}
+
+fn partitions(g: &Graph) -> Vec<Vec<String>> {
+    g.nodes
+        .iter()
+        .filter_map(|n| match &n.op {
+            Op::CpuPartition(p) => Some(p.ops.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn refused_without_fallback() {
+    let e = load("nv_full", Precision::Fp16, false)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("layer `t` (Transpose)"), "{e}");
+}
+
+#[test]
+fn partitions_are_merged_between_hardware_layers() {
+    let g = load("nv_full", Precision::Fp16, true).unwrap();
+    // The sigmoid has a LUT on nv_full; the softmax, mean and product join one partition.
+    assert_eq!(
+        partitions(&g),
+        vec![
+            vec!["Transpose".to_string()],
+            vec!["Softmax".into(), "ReduceMean".into(), "Mul".into()]
+        ]
+    );
+    // nv_small has no LUT: the sigmoid joins the second partition.
+    let g = load("nv_small", Precision::Int8, true).unwrap();
+    assert_eq!(partitions(&g)[1][0], "Sigmoid", "{:?}", partitions(&g));
+}
+
+#[test]
+fn fp16_on_the_vp_matches_the_reference() {
+    let opts = CompileOptions { cpu_fallback: true };
+    let mut rng = Rng(7);
+    let input = rng.vec(8 * 7 * 5, 1.0);
+    for config in ["nv_full", "nv_small"] {
+        let g = load(config, Precision::Fp16, true).unwrap();
+        let (got, want) = run_fp16_opts(&g, config, &input, &opts);
+        let err = max_rel_err(&got, &want);
+        eprintln!("fp16 {config}: max relative error {err:.2e}");
+        assert!(err <= 4e-3, "fp16 {config}: error {err}");
+    }
+}
+
+#[test]
+fn int8_on_the_vp_matches_the_reference() {
+    let mut rng = Rng(8);
+    let input = rng.vec(8 * 7 * 5, 1.0);
+    for config in ["nv_small", "nv_full"] {
+        let g = load(config, Precision::Int8, true).unwrap();
+        let (got, want) = run_int8_opts(
+            &g,
+            config,
+            &input,
+            true,
+            &CompileOptions { cpu_fallback: true },
+        );
+        let err = max_rel_err(&got, &want);
+        eprintln!("int8 {config}: max relative error {err:.2e}");
+        assert!(err <= 0.04, "int8 {config}: error {err}");
+    }
+}
+
+#[test]
+fn the_loadable_declares_its_partitions() {
+    let g = load("nv_full", Precision::Fp16, true).unwrap();
+    let target = Target::new(
+        nvdla_hw::Config::by_name("nv_full").unwrap(),
+        Precision::Fp16,
+    )
+    .unwrap();
+    let c = nvdla_compiler::compile_graph_opts(
+        g,
+        &target,
+        &nvdla_compiler::lower::Quant::default(),
+        &CompileOptions { cpu_fallback: true },
+    )
+    .unwrap();
+    let l = nvdla_loadable::Loadable::parse(&c.loadable).unwrap();
+    let v = nvdla_compiler::emit::EMU1_PARTITION_VERSION;
+    let descs: Vec<_> = l
+        .blobs()
+        .iter()
+        .filter(|b| b.name().contains("partition"))
+        .collect();
+    assert_eq!(descs.len(), 2);
+    for b in descs {
+        let bv = b.version();
+        assert_eq!(
+            (bv.major, bv.minor, bv.sub_minor),
+            (v.major, v.minor, v.sub_minor)
+        );
+        // The descriptor decodes, with an ONNX model inside.
+        let d = nvdla_umd::partition::PartitionDesc::decode(b.data()).unwrap();
+        let m = onnx::decode(&d.model, "partition").unwrap();
+        assert!(!m.graph.unwrap().node.is_empty());
+    }
+}
