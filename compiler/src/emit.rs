@@ -957,7 +957,9 @@ impl Ctx<'_> {
             let HwOpKind::Cpu(cpu) = &p.ops[i].kind else {
                 unreachable!("EMU tasks hold CPU operations only")
             };
-            let (src, dst) = (cpu.reads()[0], cpu.writes()[0]);
+            // A partition of constants only reads nothing: its buffer pair names its output.
+            let dst = cpu.writes()[0];
+            let src = cpu.reads().first().copied().unwrap_or(dst);
             let (s, sio) = buffer(src);
             let (d, dio) = buffer(dst);
             for (io, at) in [(sio, 0u64), (dio, 256u64)] {

@@ -917,6 +917,23 @@ impl Lowering<'_> {
                         "an ONNX partition runs on the CPU: compile with --cpu-fallback",
                     ));
                 }
+                // Batches run as one pass per item, which a partition (free to mix the
+                // items) cannot follow.
+                if let Some(&t) = n
+                    .inputs
+                    .iter()
+                    .chain(&n.outputs)
+                    .find(|&&t| g.shape(t).n != 1)
+                {
+                    return Err(layer_err(
+                        n,
+                        format!(
+                            "`{}` ({}): CPU partitions run on networks of batch 1",
+                            g.tensor(t).name,
+                            g.shape(t)
+                        ),
+                    ));
+                }
                 let inputs = (0..n.inputs.len())
                     .map(|k| self.input(n, k))
                     .collect::<Result<Vec<_>>>()?;

@@ -309,8 +309,8 @@ impl PartitionDesc {
             )));
         }
         let (ni, no) = (u16_at(6), u16_at(8));
-        if ni == 0 || no == 0 {
-            return Err(bad(format!("{ni} inputs and {no} outputs")));
+        if no == 0 {
+            return Err(bad(format!("{ni} inputs and no outputs")));
         }
         let table_end = HEADER_LEN + (ni + no) * BINDING_LEN;
         let (mo, ml) = (u32_at(12), u32_at(16));
