@@ -137,6 +137,25 @@ pub fn emit(p: &Program, t: &Target) -> Result<LoadableSpec> {
         }
     }
 
+    // The int8 scales of the network's inputs and outputs, for runtimes that convert
+    // real values (nvdla-runtime --input/--output .npy).
+    let int8 = |list: &[SurfId]| -> Vec<(usize, f32)> {
+        list.iter()
+            .enumerate()
+            .map(|(i, &sid)| (i, p.surface(sid)))
+            .filter(|(_, s)| s.precision == Precision::Int8 && s.scale.is_finite() && s.scale > 0.0)
+            .map(|(i, s)| (i, s.scale))
+            .collect()
+    };
+    let (si, so) = (int8(&p.inputs), int8(&p.outputs));
+    if !si.is_empty() || !so.is_empty() {
+        s.add_blob(BlobSpec {
+            name: nvdla_umd::tensor::TENSOR_SCALES_BLOB.into(),
+            data: nvdla_umd::tensor::encode_tensor_scales(&si, &so),
+            ..Default::default()
+        });
+    }
+
     // Tasks: maximal runs of DLA / CPU operations.
     let mut tasks: Vec<(bool, Vec<usize>)> = Vec::new();
     for (i, op) in p.ops.iter().enumerate() {

@@ -353,6 +353,9 @@ pub struct Graph {
     pub inputs: Vec<TensorId>,
     /// Network outputs.
     pub outputs: Vec<TensorId>,
+    /// What the front end assumed where the model left something open (a symbolic batch
+    /// taken as 1), for the command line to print.
+    pub notes: Vec<String>,
 }
 
 impl Graph {

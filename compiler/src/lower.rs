@@ -272,6 +272,7 @@ fn split_eltwise(g: &Graph) -> (Graph, Vec<Partial>) {
         nodes: Vec::with_capacity(g.nodes.len()),
         inputs: g.inputs.clone(),
         outputs: g.outputs.clone(),
+        notes: g.notes.clone(),
     };
     for n in &g.nodes {
         match &n.op {
@@ -401,6 +402,7 @@ fn place_concats(g: &Graph, t: &Target) -> (Graph, Vec<(TensorId, TensorId)>) {
         nodes: Vec::with_capacity(g.nodes.len()),
         inputs: g.inputs.clone(),
         outputs: g.outputs.clone(),
+        notes: g.notes.clone(),
     };
     let mut like = Vec::new();
     for n in &g.nodes {

@@ -244,6 +244,9 @@ fn run(a: &Args) -> Result<(), CompileError> {
         *t = Some(target);
     }
     let mut graph = frontend::load(&files)?;
+    for note in &graph.notes {
+        progress(&format!("note: {note}"));
+    }
     preprocess::apply(
         &mut graph,
         &Preprocess {

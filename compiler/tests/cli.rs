@@ -89,3 +89,85 @@ fn errors_name_the_layer_and_its_type() {
     assert!(err.contains("unknown --configtarget `nv_huge`"), "{err}");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// The project's digit classifier as `[1, 1, 8, 8]` raw pixel values (its training range).
+fn digit(i: usize) -> Vec<f32> {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("../examples/digits/{i}.pgm"));
+    let b = std::fs::read(p).unwrap();
+    // P5, 8 8, 255, then 64 bytes.
+    b[b.len() - 64..].iter().map(|&v| f32::from(v)).collect()
+}
+
+/// An int8 loadable records its inputs' and outputs' scales: `nvdla-runtime --input x.npy
+/// --output y.npy` then converts real values without `--input-scale`/`--output-scale`, to
+/// the same bytes as with the scales the compiler printed.
+#[test]
+fn int8_scales_are_recorded_in_the_loadable() {
+    use nvdla_umd::tensor::{write_npy, HostTensor};
+    let dir = tmp("scales");
+    let cal = dir.join("cal");
+    std::fs::create_dir_all(&cal).unwrap();
+    for i in 0..10 {
+        let t = HostTensor::from_f32(vec![1, 1, 8, 8], &digit(i)).unwrap();
+        write_npy(&cal.join(format!("d{i}.npy")), &t).unwrap();
+    }
+    let model = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/digits/digits.onnx");
+    let lo = dir.join("d.nvdla");
+    let out = compiler()
+        .args([
+            "--onnx",
+            model.to_str().unwrap(),
+            "--configtarget",
+            "nv_small",
+        ])
+        .args(["--cprecision", "int8", "--calibrate", cal.to_str().unwrap()])
+        .args(["-o", lo.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{log}");
+    let printed = |what: &str| -> String {
+        log.lines()
+            .find(|l| l.starts_with(what))
+            .and_then(|l| l.split("int8 scale ").nth(1))
+            .and_then(|s| s.split_whitespace().next())
+            .unwrap_or_else(|| panic!("no {what} scale in {log}"))
+            .to_string()
+    };
+    let (si, so) = (printed("input '"), printed("output '"));
+    let run = |y: &std::path::Path, scales: &[&str]| -> Vec<u8> {
+        let mut argv: Vec<String> = ["nvdla-runtime", "--loadable", lo.to_str().unwrap()]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        argv.extend(
+            [
+                "--config",
+                "nv_small",
+                "--input",
+                cal.join("d7.npy").to_str().unwrap(),
+            ]
+            .iter()
+            .map(|s| s.to_string()),
+        );
+        argv.extend(["--output".to_string(), y.to_str().unwrap().to_string()]);
+        argv.extend(scales.iter().map(|s| s.to_string()));
+        let (mut o, mut e) = (Vec::new(), Vec::new());
+        let rc = nvdla_umd::app::run(&argv, &nvdla_umd::device::open_device, &mut o, &mut e);
+        assert_eq!(rc, 0, "{}", String::from_utf8_lossy(&e));
+        std::fs::read(y).unwrap()
+    };
+    let recorded = run(&dir.join("y1.npy"), &[]);
+    let given = run(
+        &dir.join("y2.npy"),
+        &["--input-scale", &si, "--output-scale", &so],
+    );
+    assert_eq!(recorded, given);
+    // Real probabilities: class 7 near 1.
+    let y = nvdla_umd::tensor::read_tensor_file(&dir.join("y1.npy"))
+        .unwrap()
+        .to_f32_vec();
+    let best = (0..10).max_by(|&a, &b| y[a].total_cmp(&y[b])).unwrap();
+    assert_eq!(best, 7, "{y:?}");
+    assert!(y[7] > 0.9 && y[7] <= 1.0, "{y:?}");
+}

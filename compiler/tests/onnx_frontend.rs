@@ -1061,15 +1061,30 @@ fn outputs_that_alias_inputs_or_each_other_get_a_copy() {
 
 #[test]
 fn dynamic_dimensions_need_input_shape() {
+    // A symbolic batch alone is taken as 1, and the graph says so.
     let bytes = model(
         13,
         &[-1, 3, 4, 4],
         vec![node("Relu", "r", &["x"], &["y"], vec![])],
         vec![],
     );
+    let g = ok(&bytes);
+    assert_eq!(g.shape(g.inputs[0]), Shape::new(1, 3, 4, 4));
+    assert!(
+        g.notes[0].contains("input `x`: its symbolic batch dimension is taken as 1"),
+        "{:?}",
+        g.notes
+    );
+    // Other symbolic dimensions need --input-shape.
+    let bytes = model(
+        13,
+        &[-1, 3, -1, 4],
+        vec![node("Relu", "r", &["x"], &["y"], vec![])],
+        vec![],
+    );
     let e = err(&bytes);
     assert!(
-        e.contains("layer `x` (graph input)") && e.contains("--input-shape x=1x3x4x4"),
+        e.contains("layer `x` (graph input)") && e.contains("--input-shape x=1x3x1x4"),
         "{e}"
     );
     let opts = onnx::Options {

@@ -193,6 +193,8 @@ pub struct OutputTensor {
     pub desc: TensorDesc,
     /// Its surface (`desc.size` bytes).
     pub data: Vec<u8>,
+    /// The int8 scale the compiler recorded in the loadable, if any.
+    pub recorded_scale: Option<f32>,
 }
 
 /// The result of one inference.
@@ -289,6 +291,9 @@ fn feed_tensors(
     for (i, (path, host)) in io.inputs.iter().enumerate() {
         let t = rt.tensor(Direction::Input, i)?.clone();
         let mut scale = scale_for("--input-scale", &io.input_scales, i, given)?;
+        if scale.is_none() && t.data_type != nvdla_loadable::DataType::HALF {
+            scale = rt.recorded_scale(Direction::Input, i);
+        }
         if scale.is_some() && t.data_type == nvdla_loadable::DataType::HALF {
             let _ = writeln!(
                 log,
@@ -411,6 +416,7 @@ pub(crate) fn run_loaded(
             Ok(OutputTensor {
                 desc: rt.tensor(Direction::Output, i)?.clone(),
                 data: rt.read_output(dev, i)?,
+                recorded_scale: rt.recorded_scale(Direction::Output, i),
             })
         })
         .collect::<Result<Vec<_>, crate::error::Error>>()?;
@@ -693,6 +699,9 @@ pub fn write_npy_outputs(
     for (i, o) in outputs.iter().enumerate() {
         let path = tensor::output_path(base, i);
         let mut scale = scale_for("--output-scale", scales, i, outputs.len())?;
+        if scale.is_none() && o.desc.data_type != nvdla_loadable::DataType::HALF {
+            scale = o.recorded_scale;
+        }
         if scale.is_some() && o.desc.data_type == nvdla_loadable::DataType::HALF {
             let _ = writeln!(
                 err,

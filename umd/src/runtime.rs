@@ -527,6 +527,21 @@ impl<'l> Runtime<'l> {
         })
     }
 
+    /// The int8 scale `nvdla-compiler` recorded for bindable tensor `bind_id`
+    /// ([`crate::tensor::TENSOR_SCALES_BLOB`]), if any.
+    pub fn recorded_scale(&self, dir: Direction, bind_id: usize) -> Option<f32> {
+        let blob = self
+            .loadable
+            .blobs()
+            .iter()
+            .find(|b| b.name() == crate::tensor::TENSOR_SCALES_BLOB)?;
+        let d = match dir {
+            Direction::Input => "input",
+            Direction::Output => "output",
+        };
+        crate::tensor::recorded_tensor_scale(blob.data(), d, bind_id)
+    }
+
     /// The descriptor of bindable tensor `bind_id`.
     pub fn tensor(&self, dir: Direction, bind_id: usize) -> Result<&TensorDesc> {
         let mi = self.bound_mem(dir, bind_id)?;

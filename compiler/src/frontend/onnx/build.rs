@@ -530,7 +530,16 @@ pub(crate) fn build(graph: &GraphProto, opset: i64, opts: &Options) -> Result<Gr
                         .into(),
                 ))
             }
-            (None, Some(d)) => {
+            (None, Some(mut d)) => {
+                // A symbolic batch (dimension 0 of a rank-4 or lower input) is taken as 1.
+                if d.len() >= 2 && d[0].is_none() && d[1..].iter().all(Option::is_some) {
+                    d[0] = Some(1);
+                    b.g.notes.push(format!(
+                        "input `{}`: its symbolic batch dimension is taken as 1 (--input-shape \
+                         sets another)",
+                        vi.name
+                    ));
+                }
                 if let Some(i) = d.iter().position(Option::is_none) {
                     let shown: Vec<String> = d
                         .iter()
