@@ -174,3 +174,74 @@ fn the_loadable_declares_its_partitions() {
         assert!(!m.graph.unwrap().node.is_empty());
     }
 }
+
+/// Memory slots for running a descriptor outside a loadable.
+struct Slots(Vec<Vec<u8>>);
+
+impl nvdla_umd::emu::SlotMemory for Slots {
+    fn slot_count(&self) -> usize {
+        self.0.len()
+    }
+    fn slot(&mut self, slot: usize) -> Option<&mut [u8]> {
+        self.0.get_mut(slot).map(|v| v.as_mut_slice())
+    }
+}
+
+/// A partition descriptor is untrusted input: truncated or with bytes changed (header,
+/// bindings, the model), it decodes to an error or to a descriptor that runs to an error
+/// or to values, never a panic.
+#[test]
+fn damaged_descriptors_give_errors_not_panics() {
+    use nvdla_umd::partition::PartitionDesc;
+    let g = load("nv_full", Precision::Fp16, true).unwrap();
+    let target = Target::new(
+        nvdla_hw::Config::by_name("nv_full").unwrap(),
+        Precision::Fp16,
+    )
+    .unwrap();
+    let c = nvdla_compiler::compile_graph_opts(
+        g,
+        &target,
+        &nvdla_compiler::lower::Quant::default(),
+        &CompileOptions { cpu_fallback: true },
+    )
+    .unwrap();
+    let l = nvdla_loadable::Loadable::parse(&c.loadable).unwrap();
+    let blob = l
+        .blobs()
+        .iter()
+        .find(|b| b.name().contains("partition"))
+        .unwrap()
+        .data()
+        .to_vec();
+    let good = PartitionDesc::decode(&blob).unwrap();
+    assert_eq!(PartitionDesc::decode(&good.encode()).unwrap(), good);
+    let slots = || Slots(vec![vec![0x3c; 1 << 16]; 12]);
+    // The intact descriptor runs on memory of its own.
+    nvdla_umd::partition::run(&good, &mut slots()).unwrap();
+    for n in (0..blob.len()).step_by(7) {
+        let _ = PartitionDesc::decode(&blob[..n]);
+    }
+    let mut rng = Rng(0xdec0de);
+    let (mut decoded, mut ran) = (0, 0);
+    for _ in 0..400 {
+        let mut b = blob.clone();
+        for _ in 0..1 + (rng.next().abs() * 3.0) as usize {
+            // Mostly the header and bindings, sometimes the model.
+            let span = if rng.next() > 0.0 {
+                24 + 64 * 4
+            } else {
+                b.len()
+            };
+            let i = (rng.next().abs() * span as f32) as usize % b.len();
+            b[i] ^= 1 << ((rng.next().abs() * 8.0) as u32 % 8);
+        }
+        if let Ok(d) = PartitionDesc::decode(&b) {
+            decoded += 1;
+            if nvdla_umd::partition::run(&d, &mut slots()).is_ok() {
+                ran += 1;
+            }
+        }
+    }
+    eprintln!("400 damaged descriptors: {decoded} decoded, {ran} ran");
+}

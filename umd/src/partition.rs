@@ -126,18 +126,20 @@ impl TensorBinding {
         }
     }
 
-    /// Byte offset of element (`c`, `y`, `x`) from the surface's start.
-    fn element_offset(&self, c: usize, y: usize, x: usize) -> usize {
-        let g = usize::from(self.channels_per_group);
-        let bpe = self.bytes_per_element();
-        (c / g) * self.surf_stride as usize
-            + y * self.line_stride as usize
+    /// Byte offset of element (`c`, `y`, `x`) from the surface's start (64-bit: the
+    /// fields are `u32`, so no product overflows, on 32-bit hosts either).
+    fn element_offset(&self, c: usize, y: usize, x: usize) -> u64 {
+        let g = u64::from(self.channels_per_group);
+        let bpe = self.bytes_per_element() as u64;
+        let (c, y, x) = (c as u64, y as u64, x as u64);
+        (c / g) * u64::from(self.surf_stride)
+            + y * u64::from(self.line_stride)
             + x * g * bpe
             + (c % g) * bpe
     }
 
     /// Bytes from the surface's start to the end of its last element.
-    fn extent(&self) -> usize {
+    fn extent(&self) -> u64 {
         let (c, h, w) = (
             self.channel as usize,
             self.height as usize,
@@ -150,7 +152,7 @@ impl TensorBinding {
         if c > g {
             last = last.max(self.element_offset((c - 1) / g * g - 1, h - 1, w - 1));
         }
-        last + self.bytes_per_element()
+        last + self.bytes_per_element() as u64
     }
 
     fn elements(&self) -> usize {
@@ -246,7 +248,7 @@ impl TensorBinding {
                 t.line_stride, t.surf_stride, t.height, t.width
             )));
         }
-        if t.extent() > t.size as usize {
+        if t.extent() > u64::from(t.size) {
             return Err(bad(format!(
                 "its last element ends at byte {}, past its {} bytes",
                 t.extent(),
@@ -352,10 +354,77 @@ fn cache() -> &'static Mutex<HashMap<(Vec<u8>, Vec<Vec<usize>>), Plan>> {
     CACHE.get_or_init(Default::default)
 }
 
+/// Runs `f`, turning a panic inside tract into an error (a model from a loadable is
+/// untrusted input).
+fn guarded<T>(f: impl FnOnce() -> Result<T, PartitionError>) -> Result<T, PartitionError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|p| {
+        let why = p
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| p.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic".into());
+        Err(PartitionError::Model(format!("tract failed: {why}")))
+    })
+}
+
 fn typed_model(model: &[u8], input_dims: &[Vec<usize>]) -> Result<TypedModel, PartitionError> {
-    let mut m = tract_onnx::onnx()
-        .model_for_read(&mut &model[..])
+    guarded(|| typed_model_unguarded(model, input_dims))
+}
+
+/// Largest axis index an attribute may name: tensors of a partition have at most a few
+/// dimensions, and tract sizes some tables by the largest axis it is given (a `perm` of
+/// `2^30` from damaged model bytes allocated 8 GB).
+const MAX_AXIS: i64 = 64;
+
+/// Refuses attributes no model of ours has and tract would trust: axis indices (`axis`,
+/// `axes`, `perm`) beyond [`MAX_AXIS`], and sub-graphs.
+fn check_model(m: &tract_onnx::pb::ModelProto) -> Result<(), PartitionError> {
+    let graph = m
+        .graph
+        .as_ref()
+        .ok_or_else(|| PartitionError::Model("the model has no graph".into()))?;
+    for n in &graph.node {
+        for a in &n.attribute {
+            let axes = matches!(a.name.as_str(), "axis" | "axes" | "perm");
+            if axes && (a.i.abs() > MAX_AXIS || a.ints.iter().any(|v| v.abs() > MAX_AXIS)) {
+                return Err(PartitionError::Model(format!(
+                    "node `{}` ({}): attribute `{}` names an axis beyond {MAX_AXIS}",
+                    n.name, n.op_type, a.name
+                )));
+            }
+            // tract follows a transpose's cycles: a `perm` that is not a permutation
+            // loops until memory runs out.
+            if a.name == "perm" {
+                let mut v = a.ints.clone();
+                v.sort_unstable();
+                if v.iter().enumerate().any(|(k, &x)| x != k as i64) {
+                    return Err(PartitionError::Model(format!(
+                        "node `{}` ({}): `perm` {:?} is not a permutation",
+                        n.name, n.op_type, a.ints
+                    )));
+                }
+            }
+            if a.g.is_some() || !a.graphs.is_empty() {
+                return Err(PartitionError::Model(format!(
+                    "node `{}` ({}): sub-graphs are not run in partitions",
+                    n.name, n.op_type
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn typed_model_unguarded(
+    model: &[u8],
+    input_dims: &[Vec<usize>],
+) -> Result<TypedModel, PartitionError> {
+    let onnx = tract_onnx::onnx();
+    let proto = onnx
+        .proto_model_for_read(&mut &model[..])
         .map_err(model_err)?;
+    check_model(&proto)?;
+    let mut m = onnx.model_for_proto_model(&proto).map_err(model_err)?;
     for (k, d) in input_dims.iter().enumerate() {
         m = m
             .with_input_fact(k, f32::fact(d.as_slice()).into())
@@ -369,11 +438,13 @@ fn plan(model: &[u8], input_dims: &[Vec<usize>]) -> Result<Plan, PartitionError>
     if let Some(p) = cache().lock().ok().and_then(|c| c.get(&key).cloned()) {
         return Ok(p);
     }
-    let p = typed_model(model, input_dims)?
-        .into_optimized()
-        .map_err(model_err)?
-        .into_runnable()
-        .map_err(model_err)?;
+    let p = guarded(|| {
+        typed_model_unguarded(model, input_dims)?
+            .into_optimized()
+            .map_err(model_err)?
+            .into_runnable()
+            .map_err(model_err)
+    })?;
     if let Ok(mut c) = cache().lock() {
         c.insert(key, p.clone());
     }
@@ -431,7 +502,7 @@ pub fn eval(
         .map(|(d, v)| Tensor::from_shape(d, v).map(|t| t.into_tvalue()))
         .collect::<TractResult<_>>()
         .map_err(model_err)?;
-    let out = p.run(tensors).map_err(model_err)?;
+    let out = guarded(|| p.run(tensors).map_err(model_err))?;
     out.iter()
         .map(|t| {
             let f = t.cast_to::<f32>().map_err(model_err)?;
@@ -467,7 +538,8 @@ fn surface<'m>(
         .slot(slot)
         .ok_or_else(|| err(format!("slot {slot} has no host-visible memory")))?;
     let start = t.offset as usize;
-    let end = start + t.extent();
+    // The extent is at most `size` (a u32), checked when decoding.
+    let end = start.saturating_add(t.extent() as usize);
     let len = window.len();
     window.get_mut(start..end).ok_or_else(|| {
         err(format!(
@@ -482,7 +554,7 @@ fn read_surface(bytes: &[u8], t: &TensorBinding) -> Vec<f32> {
     for c in 0..t.channel as usize {
         for y in 0..t.height as usize {
             for x in 0..t.width as usize {
-                let o = t.element_offset(c, y, x);
+                let o = t.element_offset(c, y, x) as usize;
                 v.push(match t.precision {
                     SurfacePrecision::Fp16 => {
                         f16_to_f32(u16::from_le_bytes([bytes[o], bytes[o + 1]]))
@@ -501,7 +573,7 @@ fn write_surface(bytes: &mut [u8], t: &TensorBinding, v: &[f32]) {
     for c in 0..t.channel as usize {
         for y in 0..t.height as usize {
             for x in 0..t.width as usize {
-                let o = t.element_offset(c, y, x);
+                let o = t.element_offset(c, y, x) as usize;
                 match t.precision {
                     SurfacePrecision::Fp16 => {
                         bytes[o..o + 2].copy_from_slice(&f32_to_f16_even(v[i]).to_le_bytes());
