@@ -1054,6 +1054,9 @@ impl Lowering<'_> {
                 ),
             ));
         }
+        if let Some(q) = self.group_chunk(groups, cpg, kpg) {
+            return self.grouped_conv(i, c, q);
+        }
         // Dense weights [k][cin][kh][kw], zero outside each kernel's group.
         let dense = if groups == 1 {
             c.weight.data.clone()
@@ -1089,6 +1092,78 @@ impl Lowering<'_> {
                 accumulate: None,
             },
         )
+    }
+
+    /// Groups per operation when a grouped convolution (depthwise included) is split into
+    /// operations over parts of its groups: `None` to run it as one dense convolution.
+    ///
+    /// One dense convolution holds `groups` times the real weights (zeros outside each
+    /// kernel's group: MobileNet v2's depthwise layers take 88 MB in fp16 instead of 7 MB)
+    /// and computes as many MACs. A part must start at a multiple of the channels per atom
+    /// on both sides (its input and output are channel views), so the smallest part is `q`
+    /// groups with `q * cpg` and `q * kpg` such multiples; parts are made larger so that a
+    /// layer takes at most [`MAX_GROUP_PARTS`] operations (the firmware runs 1 024 per
+    /// task). Split when that leaves at least two parts.
+    fn group_chunk(&self, groups: usize, cpg: usize, kpg: usize) -> Option<usize> {
+        if groups < 2 {
+            return None;
+        }
+        let cpa = self.t.channels_per_atom() as usize;
+        let step = |per: usize| cpa / gcd(cpa, per);
+        let q0 = lcm(step(cpg), step(kpg));
+        let q = q0 * groups.div_ceil(q0 * MAX_GROUP_PARTS).max(1);
+        (groups.div_ceil(q) >= 2).then_some(q)
+    }
+
+    /// A grouped convolution as convolutions over `q` groups each, reading channel views of
+    /// the input and writing channel views of the output, with their own weights (dense
+    /// within the part only) and bias; the layers after it are separate SDP operations.
+    fn grouped_conv(&mut self, i: usize, c: &crate::ir::Conv, q: usize) -> Result<()> {
+        let n = &self.g.nodes[i];
+        let src = self.input(n, 0)?;
+        let cin = self.p.surface(src).c as usize;
+        let [kh, kw] = c.window.kernel;
+        let groups = c.groups;
+        let (cpg, kpg) = (cin / groups, c.out_channels / groups);
+        let out_t = self.out_tensor(n)?;
+        let out_shape = self.g.shape(out_t);
+        let dst = self.output_surface(out_t);
+        let w = c.window;
+        for g0 in (0..groups).step_by(q) {
+            let g1 = (g0 + q).min(groups);
+            let (c0, cn) = (g0 * cpg, (g1 - g0) * cpg);
+            let (k0, kn) = (g0 * kpg, (g1 - g0) * kpg);
+            let src_v = self.channel_view(src, c0 as u32, cn as u32, format!("{}#in{g0}", n.name));
+            let dst_v = self.channel_view(dst, k0 as u32, kn as u32, format!("{}#out{g0}", n.name));
+            // Weights [kn][cn][kh][kw], zero outside each kernel's group.
+            let mut weights = vec![0.0f32; kn * cn * kh * kw];
+            for ko in 0..kn {
+                let gi = ko / kpg;
+                for ci in 0..cpg {
+                    for p in 0..kh * kw {
+                        weights[(ko * cn + gi * cpg + ci) * kh * kw + p] =
+                            c.weight.data[((k0 + ko) * cpg + ci) * kh * kw + p];
+                    }
+                }
+            }
+            self.emit_conv(
+                i,
+                ConvSpec {
+                    src: src_v,
+                    kernel: [kh as u32, kw as u32],
+                    stride: [w.stride[0] as u32, w.stride[1] as u32],
+                    pad: w.pad.map(|v| v as u32),
+                    dilation: [w.dilation[0] as u32, w.dilation[1] as u32],
+                    kernels: kn as u32,
+                    out: [out_shape.h as u32, out_shape.w as u32],
+                    weights,
+                    bias: c.bias.as_ref().map(|b| b.data[k0..k0 + kn].to_vec()),
+                    dst: Some(dst_v),
+                    accumulate: None,
+                },
+            )?;
+        }
+        Ok(())
     }
 
     /// A deconvolution (transposed convolution). Stride 1: a convolution with the kernel
@@ -2386,6 +2461,21 @@ impl Lowering<'_> {
         }
         Ok(())
     }
+}
+
+/// Most operations one grouped convolution is split into ([`Lowering::group_chunk`]).
+const MAX_GROUP_PARTS: usize = 16;
+
+fn gcd(a: usize, b: usize) -> usize {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+fn lcm(a: usize, b: usize) -> usize {
+    a / gcd(a, b) * b
 }
 
 struct ConvSpec {

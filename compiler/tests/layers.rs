@@ -988,3 +988,97 @@ fn squeeze_and_excitation_multiplies_by_a_computed_vector() {
         check_int8(&g, INT8_TOL, what);
     }
 }
+
+/// Grouped convolutions wide enough to split (depthwise over 96 channels, 4 groups of 32
+/// to 32): operations over parts of the groups, each with weights dense within its part
+/// only, then a ReLU and a 1x1 convolution; fp16 and int8, on builds of 32-byte and
+/// 8-byte atoms. The weights take a fraction of the dense block-diagonal ones.
+#[test]
+fn grouped_convolutions_split_by_groups() {
+    let mut rng = Rng(0x9f0f);
+    let (mut g, x) = graph(32, 9, 8);
+    let e = add_conv(
+        &mut g,
+        &mut rng,
+        "expand",
+        x,
+        96,
+        [1, 1],
+        [1, 1],
+        [0; 4],
+        [1, 1],
+        1,
+    );
+    let d = add_conv(
+        &mut g,
+        &mut rng,
+        "depthwise",
+        e,
+        96,
+        [3, 3],
+        [2, 2],
+        [1; 4],
+        [1, 1],
+        96,
+    );
+    let ds = g.shape(d);
+    let r = node(
+        &mut g,
+        "relu",
+        Op::Activation(Activation::Relu { slope: 0.0 }),
+        &[d],
+        ds,
+    );
+    let gr = add_conv(
+        &mut g,
+        &mut rng,
+        "grouped",
+        r,
+        128,
+        [3, 3],
+        [1, 1],
+        [1; 4],
+        [1, 1],
+        4,
+    );
+    let p = add_conv(
+        &mut g,
+        &mut rng,
+        "project",
+        gr,
+        16,
+        [1, 1],
+        [1, 1],
+        [0; 4],
+        [1, 1],
+        1,
+    );
+    finish(&mut g, p);
+    check(&g, CONV_TOL, "grouped convolutions split by groups");
+    let mut rng = Rng(0x31);
+    let input = rng.vec(g.shape(g.inputs[0]).elements(), 1.0);
+    let (got, want) = run_fp16(&g, "nv_small", &input);
+    let err = max_rel_err(&got, &want);
+    eprintln!("split groups fp16 nv_small: max relative error {err:.2e}");
+    assert!(err <= CONV_TOL, "fp16 nv_small: error {err}");
+    check_int8(&g, INT8_TOL, "grouped convolutions split by groups");
+    // Weights: the depthwise layer's 96 kernels of 16 channels (its part) instead of 96,
+    // the grouped layer's 128 of 32 instead of 128.
+    let t = nvdla_compiler::target::Target::new(
+        nvdla_hw::Config::by_name("nv_full").unwrap(),
+        nvdla_compiler::target::Precision::Fp16,
+    )
+    .unwrap();
+    let c = nvdla_compiler::compile_graph(g.clone(), &t).unwrap();
+    let dense = 2 * 9 * (96 * 96 + 128 * 128) + 2 * (96 * 32 + 16 * 128);
+    eprintln!(
+        "weights: {} bytes split, {dense} dense block-diagonal (fp16, nv_full); {} operations",
+        c.program.weight_size,
+        c.program.ops.len()
+    );
+    assert!(
+        c.program.weight_size * 3 < dense as u64,
+        "{}",
+        c.program.weight_size
+    );
+}

@@ -347,10 +347,17 @@ impl PartitionDesc {
 /// A loaded, optimized model.
 type Plan = Arc<TypedRunnableModel>;
 
+/// A model's bytes and the dimensions of its inputs.
+type PlanKey = (Vec<u8>, Vec<Vec<usize>>);
+/// Plans by model and input dimensions.
+type PlanCache = Mutex<HashMap<PlanKey, Plan>>;
+/// Values of a model's inputs or outputs: dimensions and f32 elements.
+pub type Values = Vec<(Vec<usize>, Vec<f32>)>;
+
 /// Models already loaded, by model bytes and input dimensions: a partition is optimized
 /// once per process, not once per inference.
-fn cache() -> &'static Mutex<HashMap<(Vec<u8>, Vec<Vec<usize>>), Plan>> {
-    static CACHE: OnceLock<Mutex<HashMap<(Vec<u8>, Vec<Vec<usize>>), Plan>>> = OnceLock::new();
+fn cache() -> &'static PlanCache {
+    static CACHE: OnceLock<PlanCache> = OnceLock::new();
     CACHE.get_or_init(Default::default)
 }
 
@@ -491,10 +498,7 @@ pub fn macs(model: &[u8], input_dims: &[Vec<usize>]) -> Result<u64, PartitionErr
 
 /// Runs `model` on f32 inputs of the given dimensions; every output as f32 with its
 /// dimensions.
-pub fn eval(
-    model: &[u8],
-    inputs: &[(Vec<usize>, &[f32])],
-) -> Result<Vec<(Vec<usize>, Vec<f32>)>, PartitionError> {
+pub fn eval(model: &[u8], inputs: &[(Vec<usize>, &[f32])]) -> Result<Values, PartitionError> {
     let dims: Vec<Vec<usize>> = inputs.iter().map(|(d, _)| d.clone()).collect();
     let p = plan(model, &dims)?;
     let tensors: TVec<TValue> = inputs

@@ -801,6 +801,35 @@ fn tensor_values(
     HostTensor::from_f32(vec![1, u64::from(c), u64::from(h), u64::from(w)], &values)
 }
 
+/// Name of the blob in which `nvdla-compiler` records the int8 scales of a loadable's
+/// network inputs and outputs (an nvdla-rs convention: NVIDIA's runtime loads blobs by
+/// the memories that name them, and no memory names this one, so it ignores it).
+pub const TENSOR_SCALES_BLOB: &str = "nvdla-rs-tensor-scales";
+
+/// The recorded scales blob: one line per int8 tensor, `input|output <bind id> <scale>`.
+pub fn encode_tensor_scales(inputs: &[(usize, f32)], outputs: &[(usize, f32)]) -> Vec<u8> {
+    let mut s = String::new();
+    for (dir, list) in [("input", inputs), ("output", outputs)] {
+        for (i, v) in list {
+            s.push_str(&format!("{dir} {i} {v:e}\n"));
+        }
+    }
+    s.into_bytes()
+}
+
+/// The scale recorded in blob `data` for bindable tensor `bind_id` of direction `dir`
+/// (`input` or `output`); `None` when absent or malformed.
+pub fn recorded_tensor_scale(data: &[u8], dir: &str, bind_id: usize) -> Option<f32> {
+    std::str::from_utf8(data).ok()?.lines().find_map(|l| {
+        let mut w = l.split_whitespace();
+        let (d, i, v) = (w.next()?, w.next()?, w.next()?);
+        (d == dir && i.parse::<usize>().ok()? == bind_id)
+            .then(|| v.parse::<f32>().ok())
+            .flatten()
+            .filter(|s| s.is_finite() && *s > 0.0)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1018,33 +1047,4 @@ mod tests {
         assert!(is_npy_path(Path::new("X.NPY")));
         assert!(!is_npy_path(Path::new("x.dimg")));
     }
-}
-
-/// Name of the blob in which `nvdla-compiler` records the int8 scales of a loadable's
-/// network inputs and outputs (an nvdla-rs convention: NVIDIA's runtime loads blobs by
-/// the memories that name them, and no memory names this one, so it ignores it).
-pub const TENSOR_SCALES_BLOB: &str = "nvdla-rs-tensor-scales";
-
-/// The recorded scales blob: one line per int8 tensor, `input|output <bind id> <scale>`.
-pub fn encode_tensor_scales(inputs: &[(usize, f32)], outputs: &[(usize, f32)]) -> Vec<u8> {
-    let mut s = String::new();
-    for (dir, list) in [("input", inputs), ("output", outputs)] {
-        for (i, v) in list {
-            s.push_str(&format!("{dir} {i} {v:e}\n"));
-        }
-    }
-    s.into_bytes()
-}
-
-/// The scale recorded in blob `data` for bindable tensor `bind_id` of direction `dir`
-/// (`input` or `output`); `None` when absent or malformed.
-pub fn recorded_tensor_scale(data: &[u8], dir: &str, bind_id: usize) -> Option<f32> {
-    std::str::from_utf8(data).ok()?.lines().find_map(|l| {
-        let mut w = l.split_whitespace();
-        let (d, i, v) = (w.next()?, w.next()?, w.next()?);
-        (d == dir && i.parse::<usize>().ok()? == bind_id)
-            .then(|| v.parse::<f32>().ok())
-            .flatten()
-            .filter(|s| s.is_finite() && *s > 0.0)
-    })
 }
