@@ -1,0 +1,97 @@
+//! `Split` and `Slice` of the channels: IR 1x1 `Conv`s with a 0/1 selection matrix.
+
+use crate::error::Result;
+use crate::frontend::onnx::build::{channel_axis, ir_shape, Act, Builder, NodeCx, Value};
+use crate::frontend::onnx::fold;
+use crate::frontend::onnx::tensor::{self, fmt_dims, MAX_COMPUTED};
+use crate::ir::{Conv, Op, Weights, Window};
+
+/// Channels `sel` of input `k`'s channel axis as a new activation (output `out_k`), by a
+/// 1x1 convolution with a 0/1 selection matrix (exact for finite values).
+fn select_channels(
+    b: &mut Builder,
+    cx: &NodeCx<'_>,
+    k: usize,
+    sel: &[usize],
+    out_k: usize,
+) -> Result<Value> {
+    let (t, dims) = b.canonical(cx, k)?;
+    let ca = channel_axis(dims.len()).ok_or_else(|| cx.err("input has no channel axis"))?;
+    let c = dims[ca];
+    if sel.is_empty() {
+        return Err(cx.err("an empty slice of channels"));
+    }
+    if sel.len() == c && sel.iter().enumerate().all(|(i, &s)| i == s) {
+        return Ok(Value::Act(Act { t, dims }));
+    }
+    let n = tensor::count(&[sel.len(), c], MAX_COMPUTED).map_err(|e| cx.err(e))?;
+    b.spend(cx, n)?;
+    let mut w = vec![0f32; n];
+    for (o, &s) in sel.iter().enumerate() {
+        w[o * c + s] = 1.0;
+    }
+    let mut out_dims = dims.clone();
+    out_dims[ca] = sel.len();
+    let shape = ir_shape(&out_dims).map_err(|e| cx.err(e))?;
+    let op = Op::Conv(Conv {
+        window: Window {
+            kernel: [1, 1],
+            stride: [1, 1],
+            pad: [0; 4],
+            dilation: [1, 1],
+        },
+        groups: 1,
+        out_channels: sel.len(),
+        weight: Weights::new(vec![sel.len(), c, 1, 1], w).ok_or_else(|| cx.err("weight size"))?,
+        bias: None,
+    });
+    let suffix = (cx.node.output.len() > 1).then(|| format!("{out_k}"));
+    let t = b.emit(
+        cx,
+        suffix.as_deref(),
+        op,
+        vec![t],
+        cx.out(out_k).into(),
+        shape,
+    );
+    Ok(Value::Act(Act { t, dims: out_dims }))
+}
+
+pub(super) fn split(b: &mut Builder, cx: &NodeCx<'_>) -> Result<Vec<Value>> {
+    let x = cx.act(0)?;
+    let sizes = fold::split_sizes(cx, &x.dims)?;
+    let (axis, sizes) = sizes;
+    if Some(axis) != channel_axis(x.dims.len()) {
+        return Err(cx.err(format!(
+            "split along axis {axis} of {}: only a split of the channels maps to the IR",
+            fmt_dims(&x.dims)
+        )));
+    }
+    let mut outs = Vec::new();
+    let mut start = 0;
+    for (i, &s) in sizes.iter().enumerate() {
+        let sel: Vec<usize> = (start..start + s).collect();
+        start += s;
+        outs.push(select_channels(b, cx, 0, &sel, i)?);
+    }
+    Ok(outs)
+}
+
+pub(super) fn slice(b: &mut Builder, cx: &NodeCx<'_>) -> Result<Vec<Value>> {
+    let x = cx.act(0)?;
+    let idx = fold::slice_indices(cx, &x.dims)?;
+    let ch = channel_axis(x.dims.len());
+    for (a, sel) in idx.iter().enumerate() {
+        let full = sel.len() == x.dims[a] && sel.iter().enumerate().all(|(i, &s)| i == s);
+        if !full && Some(a) != ch {
+            return Err(cx.err(format!(
+                "slicing axis {a} of {}: only slices of the channels map to the IR",
+                fmt_dims(&x.dims)
+            )));
+        }
+    }
+    match ch {
+        Some(c) => Ok(vec![select_channels(b, cx, 0, &idx[c], 0)?]),
+        None => Ok(vec![Value::Act(x)]),
+    }
+}
