@@ -1,0 +1,614 @@
+//! Convolutions and fully connected layers: CONV+SDP operations.
+
+use super::{layer_err, Lowering};
+use crate::engine::*;
+use crate::error::Result;
+use crate::pack;
+use crate::sdp::{SdpStages, Stage};
+use crate::target::Precision;
+use nvdla_loadable::dla::SdpAluType;
+
+impl Lowering<'_> {
+    /// A convolution: weights expanded for groups (block-diagonal), then CONV+SDP.
+    pub(super) fn conv(&mut self, i: usize, c: &crate::ir::Conv) -> Result<()> {
+        let n = &self.g.nodes[i];
+        let src = self.input(n, 0)?;
+        let s = self.p.surface(src).clone();
+        let [kh, kw] = c.window.kernel;
+        let groups = c.groups.max(1);
+        let cin = s.c as usize;
+        let k = c.out_channels;
+        if !cin.is_multiple_of(groups) || !k.is_multiple_of(groups) {
+            return Err(layer_err(
+                n,
+                format!("{groups} groups do not divide {cin} input / {k} output channels"),
+            ));
+        }
+        let cpg = cin / groups;
+        let kpg = k / groups;
+        if c.weight.len() != k * cpg * kh * kw {
+            return Err(layer_err(
+                n,
+                format!(
+                    "weights hold {} values, {k}x{cpg}x{kh}x{kw} expected",
+                    c.weight.len()
+                ),
+            ));
+        }
+        if let Some(q) = self.group_chunk(groups, cpg, kpg) {
+            return self.grouped_conv(i, c, q);
+        }
+        // Dense weights [k][cin][kh][kw], zero outside each kernel's group.
+        let dense = if groups == 1 {
+            c.weight.data.clone()
+        } else {
+            let mut d = vec![0.0f32; k * cin * kh * kw];
+            for ko in 0..k {
+                let gi = ko / kpg;
+                for ci in 0..cpg {
+                    for p in 0..kh * kw {
+                        d[(ko * cin + gi * cpg + ci) * kh * kw + p] =
+                            c.weight.data[(ko * cpg + ci) * kh * kw + p];
+                    }
+                }
+            }
+            d
+        };
+        let w = c.window;
+        let out_t = self.out_tensor(n)?;
+        let out_shape = self.g.shape(out_t);
+        self.emit_conv(
+            i,
+            ConvSpec {
+                src,
+                kernel: [kh as u32, kw as u32],
+                stride: [w.stride[0] as u32, w.stride[1] as u32],
+                pad: w.pad.map(|v| v as u32),
+                dilation: [w.dilation[0] as u32, w.dilation[1] as u32],
+                kernels: k as u32,
+                out: [out_shape.h as u32, out_shape.w as u32],
+                weights: dense,
+                bias: c.bias.as_ref().map(|b| b.data.clone()),
+                dst: None,
+                accumulate: None,
+            },
+        )
+    }
+
+    /// Groups per operation when a grouped convolution (depthwise included) is split into
+    /// operations over parts of its groups: `None` to run it as one dense convolution.
+    ///
+    /// One dense convolution holds `groups` times the real weights (zeros outside each
+    /// kernel's group: MobileNet v2's depthwise layers take 88 MB in fp16 instead of 7 MB)
+    /// and computes as many MACs. A part must start at a multiple of the channels per atom
+    /// on both sides (its input and output are channel views), so the smallest part is `q`
+    /// groups with `q * cpg` and `q * kpg` such multiples; parts are made larger so that a
+    /// layer takes at most [`MAX_GROUP_PARTS`] operations (the firmware runs 1 024 per
+    /// task). Split when that leaves at least two parts.
+    fn group_chunk(&self, groups: usize, cpg: usize, kpg: usize) -> Option<usize> {
+        if groups < 2 {
+            return None;
+        }
+        let cpa = self.t.channels_per_atom() as usize;
+        let step = |per: usize| cpa / gcd(cpa, per);
+        let q0 = lcm(step(cpg), step(kpg));
+        let q = q0 * groups.div_ceil(q0 * MAX_GROUP_PARTS).max(1);
+        (groups.div_ceil(q) >= 2).then_some(q)
+    }
+
+    /// A grouped convolution as convolutions over `q` groups each, reading channel views of
+    /// the input and writing channel views of the output, with their own weights (dense
+    /// within the part only) and bias; the layers after it are separate SDP operations.
+    fn grouped_conv(&mut self, i: usize, c: &crate::ir::Conv, q: usize) -> Result<()> {
+        let n = &self.g.nodes[i];
+        let src = self.input(n, 0)?;
+        let cin = self.p.surface(src).c as usize;
+        let [kh, kw] = c.window.kernel;
+        let groups = c.groups;
+        let (cpg, kpg) = (cin / groups, c.out_channels / groups);
+        let out_t = self.out_tensor(n)?;
+        let out_shape = self.g.shape(out_t);
+        let dst = self.output_surface(out_t);
+        let w = c.window;
+        for g0 in (0..groups).step_by(q) {
+            let g1 = (g0 + q).min(groups);
+            let (c0, cn) = (g0 * cpg, (g1 - g0) * cpg);
+            let (k0, kn) = (g0 * kpg, (g1 - g0) * kpg);
+            let src_v = self.channel_view(src, c0 as u32, cn as u32, format!("{}#in{g0}", n.name));
+            let dst_v = self.channel_view(dst, k0 as u32, kn as u32, format!("{}#out{g0}", n.name));
+            // Weights [kn][cn][kh][kw], zero outside each kernel's group.
+            let mut weights = vec![0.0f32; kn * cn * kh * kw];
+            for ko in 0..kn {
+                let gi = ko / kpg;
+                for ci in 0..cpg {
+                    for p in 0..kh * kw {
+                        weights[(ko * cn + gi * cpg + ci) * kh * kw + p] =
+                            c.weight.data[((k0 + ko) * cpg + ci) * kh * kw + p];
+                    }
+                }
+            }
+            self.emit_conv(
+                i,
+                ConvSpec {
+                    src: src_v,
+                    kernel: [kh as u32, kw as u32],
+                    stride: [w.stride[0] as u32, w.stride[1] as u32],
+                    pad: w.pad.map(|v| v as u32),
+                    dilation: [w.dilation[0] as u32, w.dilation[1] as u32],
+                    kernels: kn as u32,
+                    out: [out_shape.h as u32, out_shape.w as u32],
+                    weights,
+                    bias: c.bias.as_ref().map(|b| b.data[k0..k0 + kn].to_vec()),
+                    dst: Some(dst_v),
+                    accumulate: None,
+                },
+            )?;
+        }
+        Ok(())
+    }
+
+    /// A fully connected layer: a convolution whose kernel covers the whole input cube.
+    pub(super) fn fully_connected(
+        &mut self,
+        i: usize,
+        weight: &crate::ir::Weights,
+        bias: Option<&crate::ir::Weights>,
+    ) -> Result<()> {
+        let n = &self.g.nodes[i];
+        let src = self.input(n, 0)?;
+        let s = self.p.surface(src).clone();
+        let per_kernel = (s.c * s.h * s.w) as usize;
+        if per_kernel == 0 || !weight.len().is_multiple_of(per_kernel) {
+            return Err(layer_err(
+                n,
+                format!(
+                    "{} weights do not divide into kernels of the {}x{}x{} input",
+                    weight.len(),
+                    s.c,
+                    s.h,
+                    s.w
+                ),
+            ));
+        }
+        let k = weight.len() / per_kernel;
+        self.emit_conv(
+            i,
+            ConvSpec {
+                src,
+                kernel: [s.h, s.w],
+                stride: [1, 1],
+                pad: [0; 4],
+                dilation: [1, 1],
+                kernels: k as u32,
+                out: [1, 1],
+                weights: weight.data.clone(),
+                bias: bias.map(|b| b.data.clone()),
+                dst: None,
+                accumulate: None,
+            },
+        )
+    }
+
+    /// Input-channel ranges to split a convolution into when even one output row beside
+    /// one kernel group's weights does not fit the CBUF (a fully connected layer over a
+    /// large cube: VGG's 7x7x512 -> 4096 needs 25 banks for 16 kernels on nv_full), each
+    /// a multiple of the atom's channels so that it is a view of the input. `None` when
+    /// it fits whole, or when no split makes it fit.
+    fn channel_parts(&self, spec: &ConvSpec, s: &Surface) -> Option<Vec<(u32, u32)>> {
+        let t = self.t;
+        let [kh, kw] = spec.kernel;
+        let rows = ((kh - 1) * spec.dilation[0] + 1).min(s.h);
+        let fits = |c: u32| {
+            let data = (t.entries_per_slice(s.w, c) * rows).div_ceil(t.cbuf_entries_per_bank());
+            data + t.min_banks_for_weights(kh * kw * c * t.bpe()) <= t.hw.cbuf_banks
+        };
+        if fits(s.c) {
+            return None;
+        }
+        let cpa = t.channels_per_atom();
+        let atoms = s.c.div_ceil(cpa);
+        let per = (2..=atoms)
+            .map(|parts| atoms.div_ceil(parts) * cpa)
+            .find(|&per| fits(per))?;
+        let mut parts = Vec::new();
+        let mut c0 = 0;
+        while c0 < s.c {
+            let c1 = (c0 + per).min(s.c);
+            parts.push((c0, c1));
+            c0 = c1;
+        }
+        Some(parts)
+    }
+
+    /// A convolution computed as partial sums over `parts` of its input channels: part j
+    /// convolves its channels (a view of the input) and adds part j-1's result in its
+    /// SDP; the first adds the bias, the last writes the output and takes the
+    /// element-wise layers that follow. int8 partial sums are stored at twice the scale
+    /// calibration gave the whole sum (the convolution's output before what follows it):
+    /// a partial sum over part of the channels may exceed the whole one's range.
+    fn emit_conv_by_channels(
+        &mut self,
+        i: usize,
+        spec: ConvSpec,
+        parts: &[(u32, u32)],
+    ) -> Result<()> {
+        let n = &self.g.nodes[i];
+        let name = n.name.clone();
+        let c = self.p.surface(spec.src).c as usize;
+        let taps = (spec.kernel[0] * spec.kernel[1]) as usize;
+        // int8: the running sum over the first parts is stored at a scale of its own. It
+        // may far exceed the whole sum's range (the later channels cancel it), so the
+        // scale is the larger of twice the output's and the sum's spread for inputs at
+        // their full range with independent signs: sqrt(sum w^2) * (127 * input scale),
+        // the largest over the kernels, plus the bias.
+        let out_scale = if self.t.precision == Precision::Int8 {
+            let s = self.scale_of(self.out_tensor(n)?, false);
+            if !(s.is_finite() && s > 0.0) {
+                return Err(layer_err(
+                    n,
+                    "no int8 scale for its output, which its partial sums over parts of \
+                     the input channels (the weights of one kernel group exceed the CBUF) \
+                     are scaled from",
+                ));
+            }
+            Some(f64::from(s))
+        } else {
+            None
+        };
+        let input_range = 127.0 * f64::from(self.p.surface(spec.src).scale);
+        let partial_scale = |c1: usize| -> f32 {
+            let Some(out) = out_scale else { return 1.0 };
+            let spread = (0..spec.kernels as usize)
+                .map(|k| {
+                    let w = &spec.weights[k * c * taps..k * c * taps + c1 * taps];
+                    let norm = w.iter().map(|&v| f64::from(v).powi(2)).sum::<f64>().sqrt();
+                    let bias = spec.bias.as_ref().map_or(0.0, |b| f64::from(b[k]).abs());
+                    norm * input_range + bias
+                })
+                .fold(0.0f64, f64::max);
+            (2.0 * out).max(spread / 127.0) as f32
+        };
+        let mut prev = None;
+        for (j, &(c0, c1)) in parts.iter().enumerate() {
+            let src = self.channel_view(spec.src, c0, c1 - c0, format!("{name}#c{c0}"));
+            let (a, b) = (c0 as usize * taps, c1 as usize * taps);
+            let weights: Vec<f32> = (0..spec.kernels as usize)
+                .flat_map(|k| {
+                    spec.weights[k * c * taps + a..k * c * taps + b]
+                        .iter()
+                        .copied()
+                })
+                .collect();
+            let dst = if j + 1 == parts.len() {
+                spec.dst
+            } else {
+                let mut tmp = self.surface_geometry(
+                    &format!("{name}#partial{j}"),
+                    spec.kernels,
+                    spec.out[0],
+                    spec.out[1],
+                    SurfKind::Pool,
+                );
+                tmp.scale = partial_scale(c1 as usize);
+                Some(self.p.add_surface(tmp))
+            };
+            self.emit_conv(
+                i,
+                ConvSpec {
+                    src,
+                    kernel: spec.kernel,
+                    stride: spec.stride,
+                    pad: spec.pad,
+                    dilation: spec.dilation,
+                    kernels: spec.kernels,
+                    out: spec.out,
+                    weights,
+                    bias: if j == 0 { spec.bias.clone() } else { None },
+                    dst,
+                    accumulate: prev,
+                },
+            )?;
+            prev = dst;
+        }
+        Ok(())
+    }
+
+    pub(super) fn emit_conv(&mut self, i: usize, spec: ConvSpec) -> Result<()> {
+        let n = &self.g.nodes[i];
+        let t = *self.t;
+        let s = self.p.surface(spec.src).clone();
+        let [kh, kw] = spec.kernel;
+        if kh > 32 || kw > 32 {
+            return Err(layer_err(
+                n,
+                format!("kernel {kh}x{kw} exceeds the 32x32 the convolution core takes"),
+            ));
+        }
+        if spec.pad.iter().any(|&p| p > 31) {
+            return Err(layer_err(
+                n,
+                "padding above 31 is not supported by the hardware",
+            ));
+        }
+        if spec.stride.iter().any(|&v| v == 0 || v > 8) {
+            return Err(layer_err(n, "stride must be 1..=8"));
+        }
+        if spec.dilation.iter().any(|&v| v == 0 || v > 32) {
+            return Err(layer_err(n, "dilation must be 1..=32"));
+        }
+        if spec.accumulate.is_none() {
+            if let Some(parts) = self.channel_parts(&spec, &s) {
+                return self.emit_conv_by_channels(i, spec, &parts);
+            }
+        }
+        let bpk = kh * kw * s.c * t.bpe();
+        // int8: weights in units of a scale per output channel (per-filter) or one per
+        // layer (per-kernel); the accumulator's unit is input scale x weight scale.
+        let per_kernel = (kh * kw * s.c) as usize;
+        let mut weight_scales = vec![1.0f64; spec.kernels as usize];
+        let mut qweights = Vec::new();
+        if t.precision == Precision::Int8 {
+            let amax: Vec<f64> = spec
+                .weights
+                .chunks(per_kernel.max(1))
+                .map(|k| k.iter().fold(0.0f64, |m, v| m.max(f64::from(v.abs()))))
+                .collect();
+            let layer_max = amax.iter().fold(0.0f64, |m, v| m.max(*v));
+            for (k, a) in amax.iter().enumerate() {
+                let a = if self.q.per_filter { *a } else { layer_max };
+                weight_scales[k] = if a > 0.0 { a / 127.0 } else { 1.0 };
+            }
+            qweights = spec
+                .weights
+                .iter()
+                .enumerate()
+                .map(|(i, w)| (f64::from(*w) / weight_scales[i / per_kernel.max(1)]) as f32)
+                .collect();
+        }
+        let packed = pack::conv_weights(
+            &t,
+            if t.precision == Precision::Int8 {
+                &qweights
+            } else {
+                &spec.weights
+            },
+            spec.kernels as usize,
+            s.c as usize,
+            kh as usize,
+            kw as usize,
+        );
+        let eps = t.entries_per_slice(s.w, s.c);
+        let banks = t.hw.cbuf_banks;
+        let total_w = t.banks_for_weights(spec.kernels, bpk);
+        let min_w = t.min_banks_for_weights(bpk);
+        let data_banks_for = |rows: u32| (eps * rows).div_ceil(t.cbuf_entries_per_bank());
+        // Output rows per operation: all, or as many as fit beside one kernel group.
+        let rows_in = |o0: u32, o1: u32| -> (u32, u32, u32, u32) {
+            // Input rows [top, bottom] of output rows [o0, o1), clamped, and the padding
+            // left at each end.
+            let first = i64::from(o0) * i64::from(spec.stride[0]) - i64::from(spec.pad[0]);
+            let last = i64::from(o1 - 1) * i64::from(spec.stride[0]) - i64::from(spec.pad[0])
+                + i64::from(spec.dilation[0] * (kh - 1));
+            let top = first.max(0);
+            let bottom = last.min(i64::from(s.h) - 1);
+            (
+                top as u32,
+                (bottom - top + 1).max(1) as u32,
+                (-first).max(0) as u32,
+                (last - (i64::from(s.h) - 1)).max(0) as u32,
+            )
+        };
+        let out_h = spec.out[0];
+        // The most input rows a chunk of r output rows reads (one clear of both edges).
+        let span = |r: u32| (r - 1) * spec.stride[0] + spec.dilation[0] * (kh - 1) + 1;
+        // A single operation (all output rows) makes the CDMA fetch every input row, even
+        // rows a strided kernel never reads; a chunk fetches its window.
+        let fetched = |r: u32| if r >= out_h { s.h } else { span(r).min(s.h) };
+        let fits = |r: u32| data_banks_for(fetched(r)) + min_w <= banks;
+        let chunk = if data_banks_for(s.h) + min_w <= banks {
+            out_h
+        } else {
+            let mut r = out_h;
+            while r > 1 && !fits(r) {
+                r -= 1;
+            }
+            if !fits(r) {
+                return Err(layer_err(
+                    n,
+                    format!(
+                        "one output row of this convolution needs more CBUF than {} has \
+                         ({} banks for {} input rows of {}x{} and {min_w} for weights)",
+                        t.hw.name,
+                        data_banks_for(span(1)),
+                        span(1),
+                        s.w,
+                        s.c
+                    ),
+                ));
+            }
+            r
+        };
+        let weights = self.p.add_blob(format!("{}-weights", n.name), packed);
+        let mut layers = vec![n.name.clone()];
+
+        // The SDP: bias in X1, then whatever element-wise layers follow.
+        let mut sdp = SdpStages::default();
+        if let Some(b) = &spec.bias {
+            if b.len() != spec.kernels as usize {
+                return Err(layer_err(
+                    n,
+                    format!("{} bias values for {} kernels", b.len(), spec.kernels),
+                ));
+            }
+            if b.iter().any(|&v| v != 0.0) {
+                sdp.push(
+                    &t,
+                    Stage::Affine {
+                        scale: None,
+                        bias: Some(b.clone()),
+                    },
+                )
+                .map_err(|e| layer_err(n, e))?;
+            }
+        }
+        if let Some(other) = spec.accumulate {
+            sdp.push(
+                &t,
+                Stage::Eltwise {
+                    alu: SdpAluType::Sum,
+                    mul: false,
+                    other,
+                },
+            )
+            .map_err(|e| layer_err(n, e))?;
+        }
+        let unit: Option<Vec<f64>> = if t.precision == Precision::Int8 {
+            let s_src = self.require_scale(spec.src)?;
+            Some(weight_scales.iter().map(|w| s_src * w).collect())
+        } else {
+            None
+        };
+        let dst = match spec.dst {
+            Some(d) => d,
+            None => {
+                let out_t = self.out_tensor(n)?;
+                let (last, fused) = self.fuse_elementwise(out_t, &mut sdp, unit.as_deref())?;
+                layers.extend(fused);
+                self.output_surface(last)
+            }
+        };
+        let ds = self.p.surface(dst);
+        if ds.c != spec.kernels || ds.h != spec.out[0] || ds.w != spec.out[1] {
+            return Err(layer_err(
+                n,
+                format!(
+                    "output {}x{}x{} differs from the convolution's {}x{}x{}",
+                    ds.c, ds.h, ds.w, spec.kernels, spec.out[0], spec.out[1]
+                ),
+            ));
+        }
+        let (stages, out_cvt) = self.encode_sdp(&sdp, &n.name, dst, unit)?;
+        let lut = sdp.lut();
+        let mut o0 = 0;
+        while o0 < out_h {
+            let o1 = (o0 + chunk).min(out_h);
+            let whole = o0 == 0 && o1 == out_h;
+            let (top, rows, pad_top, pad_bottom) = rows_in(o0, o1);
+            // Chunks read a window of the input and write a window of the output, with
+            // their element-wise operands windowed alike.
+            let window = |p: &mut Program, id: SurfId, y: u32, h: u32| -> SurfId {
+                if whole {
+                    return id;
+                }
+                let mut v = p.surface(id).clone();
+                v.name = format!("{}@{y}", v.name);
+                v.kind = SurfKind::View {
+                    parent: id,
+                    channel_offset: 0,
+                    x: 0,
+                    y,
+                };
+                v.size = v.c.div_ceil(t.channels_per_atom()).saturating_sub(1) * v.surf_stride
+                    + (h - 1) * v.line_stride
+                    + v.w * t.atom();
+                v.h = h;
+                p.add_surface(v)
+            };
+            let src = window(&mut self.p, spec.src, top, rows);
+            let out = window(&mut self.p, dst, o0, o1 - o0);
+            let mut chunk_stages = stages;
+            for st in chunk_stages.iter_mut().flatten() {
+                if let Operand::PerElement(id) = st.operand {
+                    st.operand = Operand::PerElement(window(&mut self.p, id, o0, o1 - o0));
+                }
+            }
+            // The CDMA fetches the whole source cube it is programmed with: all of the
+            // input's rows for a single operation, even those a strided or short kernel
+            // never reads (a 1x1 stride-2 convolution of 28 rows reads 27).
+            let data_banks = data_banks_for(if whole { s.h } else { rows });
+            if data_banks + min_w > banks {
+                return Err(layer_err(
+                    n,
+                    format!(
+                        "rows {o0}..{o1}: {data_banks} data banks and {min_w} for weights \
+                         exceed the {banks} of {}",
+                        t.hw.name
+                    ),
+                ));
+            }
+            // Upstream's order of preference: all weights resident; else two kernel
+            // groups (ping-pong); else one.
+            let weight_banks = if data_banks + total_w <= banks {
+                total_w
+            } else if data_banks + 2 * min_w <= banks {
+                2 * min_w
+            } else {
+                min_w
+            };
+            self.p.ops.push(HwOp {
+                layers: if whole {
+                    layers.clone()
+                } else {
+                    layers.iter().map(|l| format!("{l}@{o0}")).collect()
+                },
+                kind: HwOpKind::Conv(ConvOp {
+                    src,
+                    kernel: spec.kernel,
+                    stride: spec.stride,
+                    pad: [pad_top, spec.pad[1], pad_bottom, spec.pad[3]],
+                    dilation: spec.dilation,
+                    kernels: spec.kernels,
+                    channels: s.c,
+                    out: [o1 - o0, spec.out[1]],
+                    weights,
+                    bytes_per_kernel: bpk,
+                    data_banks,
+                    weight_banks,
+                    entries_per_slice: eps,
+                    data_reuse: false,
+                    skip_data_release: false,
+                    sdp: SdpOp {
+                        src: None,
+                        dst: out,
+                        stages: chunk_stages,
+                        lut,
+                        out_cvt,
+                    },
+                }),
+            });
+            o0 = o1;
+        }
+        Ok(())
+    }
+}
+
+/// Most operations one grouped convolution is split into ([`Lowering::group_chunk`]).
+const MAX_GROUP_PARTS: usize = 16;
+
+fn gcd(a: usize, b: usize) -> usize {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+fn lcm(a: usize, b: usize) -> usize {
+    a / gcd(a, b) * b
+}
+
+pub(super) struct ConvSpec {
+    pub(super) src: SurfId,
+    pub(super) kernel: [u32; 2],
+    pub(super) stride: [u32; 2],
+    pub(super) pad: [u32; 4],
+    pub(super) dilation: [u32; 2],
+    pub(super) kernels: u32,
+    pub(super) out: [u32; 2],
+    pub(super) weights: Vec<f32>,
+    pub(super) bias: Option<Vec<f32>>,
+    /// Write here and fuse nothing after (an intermediate of a lowering).
+    pub(super) dst: Option<SurfId>,
+    /// Add this surface (a partial sum over other input channels) in the SDP.
+    pub(super) accumulate: Option<SurfId>,
+}

@@ -1,0 +1,136 @@
+//! Operations the runtime runs on the CPU: softmax, and (`--cpu-fallback`) element-wise
+//! functions no engine computes and ONNX partitions.
+
+use super::{layer_err, Lowering};
+use crate::engine::*;
+use crate::error::Result;
+use crate::ir::{CpuPartition, Node};
+use crate::target::Precision;
+use nvdla_umd::emu::FallbackFn;
+use std::sync::Arc;
+
+impl Lowering<'_> {
+    /// Softmax, on the CPU over a 1x1 cube of channels.
+    pub(super) fn softmax(&mut self, n: &Node) -> Result<()> {
+        let src = self.input(n, 0)?;
+        let s = self.p.surface(src);
+        if s.h != 1 || s.w != 1 {
+            return Err(layer_err(
+                n,
+                format!(
+                    "softmax runs on the CPU over a 1x1 cube of channels; this input is \
+                     {}x{}x{}",
+                    s.c, s.h, s.w
+                ),
+            ));
+        }
+        let dst = self.output_surface(self.out_tensor(n)?);
+        self.p.ops.push(HwOp {
+            layers: vec![n.name.clone()],
+            kind: HwOpKind::Cpu(CpuOp::Softmax { src, dst }),
+        });
+        Ok(())
+    }
+
+    /// An element-wise function no engine computes, on the CPU (`--cpu-fallback`).
+    pub(super) fn cpu_unary(
+        &mut self,
+        n: &Node,
+        func: &FallbackFn,
+        alpha: &f32,
+        beta: &f32,
+    ) -> Result<()> {
+        if !self.cpu_fallback {
+            return Err(layer_err(
+                n,
+                format!(
+                    "{func:?}: no NVDLA engine computes it (compile with \
+                     --cpu-fallback to run it on the CPU)"
+                ),
+            ));
+        }
+        let src = self.input(n, 0)?;
+        let dst = self.output_surface(self.out_tensor(n)?);
+        if self.t.precision == Precision::Int8 {
+            self.require_scale(src)?;
+            self.require_scale(dst)?;
+        }
+        self.p.ops.push(HwOp {
+            layers: vec![n.name.clone()],
+            kind: HwOpKind::Cpu(CpuOp::Unary {
+                src,
+                dst,
+                func: *func,
+                alpha: *alpha,
+                beta: *beta,
+            }),
+        });
+        Ok(())
+    }
+
+    /// An ONNX partition, on the CPU (`--cpu-fallback`).
+    pub(super) fn cpu_partition(&mut self, n: &Node, part: &Arc<CpuPartition>) -> Result<()> {
+        let g = self.g;
+        if !self.cpu_fallback {
+            return Err(layer_err(
+                n,
+                "an ONNX partition runs on the CPU: compile with --cpu-fallback",
+            ));
+        }
+        // Batches run as one pass per item, which a partition (free to mix the
+        // items) cannot follow.
+        if let Some(&t) = n
+            .inputs
+            .iter()
+            .chain(&n.outputs)
+            .find(|&&t| g.shape(t).n != 1)
+        {
+            return Err(layer_err(
+                n,
+                format!(
+                    "`{}` ({}): CPU partitions run on networks of batch 1",
+                    g.tensor(t).name,
+                    g.shape(t)
+                ),
+            ));
+        }
+        let inputs = (0..n.inputs.len())
+            .map(|k| self.input(n, k))
+            .collect::<Result<Vec<_>>>()?;
+        let outputs: Vec<SurfId> = n.outputs.iter().map(|&t| self.output_surface(t)).collect();
+        if self.t.precision == Precision::Int8 {
+            // A network output nothing else reads keeps the partition's precision
+            // better in half precision than in int8 steps of one scale (a YOLO
+            // head concatenates boxes in pixels with class scores below 1).
+            for (&t, &id) in n.outputs.iter().zip(&outputs) {
+                if g.consumers(t).is_empty()
+                    && matches!(self.p.surface(id).kind, SurfKind::Output(_))
+                {
+                    let s = self.p.surface(id).clone();
+                    let mut h = self.surface_geometry(&s.name, s.c, s.h, s.w, s.kind);
+                    let atom = self.t.atom_of(Precision::Fp16);
+                    h.precision = Precision::Fp16;
+                    h.line_stride = s.w * atom;
+                    h.surf_stride = h.line_stride * s.h;
+                    h.size =
+                        h.surf_stride * s.c.div_ceil(self.t.channels_per_atom_of(Precision::Fp16));
+                    self.p.surfaces[id.0] = h;
+                }
+            }
+            for &id in inputs.iter().chain(&outputs) {
+                if self.p.surface(id).precision == Precision::Int8 {
+                    self.require_scale(id)?;
+                }
+            }
+        }
+        self.p.ops.push(HwOp {
+            layers: vec![n.name.clone()],
+            kind: HwOpKind::Cpu(CpuOp::Partition {
+                inputs,
+                outputs,
+                partition: part.clone(),
+            }),
+        });
+        Ok(())
+    }
+}

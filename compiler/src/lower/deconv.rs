@@ -1,0 +1,236 @@
+//! Deconvolutions (transposed convolutions).
+
+use super::conv::ConvSpec;
+use super::{layer_err, Lowering};
+use crate::engine::*;
+use crate::error::Result;
+use crate::sdp::{SdpStages, Stage};
+
+impl Lowering<'_> {
+    /// A deconvolution (transposed convolution). Stride 1: a convolution with the kernel
+    /// flipped and the padding complemented. Stride s > 1 (dilation 1): one convolution
+    /// computing the `sy * sx` output phases as channel groups (phase `(ry, rx)` at
+    /// `(q*sy + ry, p*sx + rx)` sums `in[q - m] * w[ry + m*sy]`), RUBIK contract to
+    /// interleave them, and a window of the result for the padding's crop.
+    pub(super) fn deconv(&mut self, i: usize, c: &crate::ir::Conv) -> Result<()> {
+        let n = &self.g.nodes[i];
+        let t = *self.t;
+        let src = self.input(n, 0)?;
+        let s = self.p.surface(src).clone();
+        let out_t = self.out_tensor(n)?;
+        let out = self.g.shape(out_t);
+        let [kh, kw] = c.window.kernel;
+        let [sy, sx] = c.window.stride;
+        let [dy, dx] = c.window.dilation.map(|d| d.max(1));
+        let [pt, pl, pb, pr] = c.window.pad;
+        let groups = c.groups.max(1);
+        let cin = s.c as usize;
+        let k = c.out_channels;
+        if !cin.is_multiple_of(groups) || !k.is_multiple_of(groups) || kh == 0 || kw == 0 {
+            return Err(layer_err(
+                n,
+                format!("{groups} groups do not divide {cin} input / {k} output channels"),
+            ));
+        }
+        let (cpg, kpg) = (cin / groups, k / groups);
+        if c.weight.len() != cin * kpg * kh * kw {
+            return Err(layer_err(
+                n,
+                format!(
+                    "weights hold {} values, {cin}x{kpg}x{kh}x{kw} expected",
+                    c.weight.len()
+                ),
+            ));
+        }
+        // w[ci][ko][y][x] of the deconvolution, 0 across groups.
+        let wt = |ko: usize, ci: usize, y: usize, x: usize| -> f32 {
+            if ci / cpg != ko / kpg {
+                return 0.0;
+            }
+            c.weight.data[((ci * kpg + ko % kpg) * kh + y) * kw + x]
+        };
+        if sy == 1 && sx == 1 {
+            let full = |k: usize, d: usize| d * (k - 1);
+            let pads = [
+                full(kh, dy).checked_sub(pt),
+                full(kw, dx).checked_sub(pl),
+                full(kh, dy).checked_sub(pb),
+                full(kw, dx).checked_sub(pr),
+            ];
+            let Some(pad) = pads.into_iter().collect::<Option<Vec<usize>>>() else {
+                return Err(layer_err(n, "padding larger than the dilated kernel"));
+            };
+            let mut dense = vec![0.0f32; k * cin * kh * kw];
+            for ko in 0..k {
+                for ci in 0..cin {
+                    for y in 0..kh {
+                        for x in 0..kw {
+                            dense[((ko * cin + ci) * kh + y) * kw + x] =
+                                wt(ko, ci, kh - 1 - y, kw - 1 - x);
+                        }
+                    }
+                }
+            }
+            return self.emit_conv(
+                i,
+                ConvSpec {
+                    src,
+                    kernel: [kh as u32, kw as u32],
+                    stride: [1, 1],
+                    pad: [pad[0] as u32, pad[1] as u32, pad[2] as u32, pad[3] as u32],
+                    dilation: [dy as u32, dx as u32],
+                    kernels: k as u32,
+                    out: [out.h as u32, out.w as u32],
+                    weights: dense,
+                    bias: c.bias.as_ref().map(|b| b.data.clone()),
+                    dst: None,
+                    accumulate: None,
+                },
+            );
+        }
+        if !t.hw.features.rubik {
+            return Err(layer_err(
+                n,
+                format!(
+                    "deconvolution with stride {sy}x{sx} needs RUBIK, which {} does not have",
+                    t.hw.name
+                ),
+            ));
+        }
+        if dy != 1 || dx != 1 {
+            return Err(layer_err(
+                n,
+                "strided deconvolution with dilation is not supported",
+            ));
+        }
+        let (my, mx) = (kh.div_ceil(sy), kw.div_ceil(sx));
+        let cpa = t.channels_per_atom() as usize;
+        let kpad = k.next_multiple_of(cpa);
+        let phases = sy * sx;
+        let kk = phases * kpad;
+        // Phase rows and columns: the natural result, or more where output_padding (an
+        // output larger than the natural one) needs rows no input reaches (bias only).
+        let hp = (s.h as usize + my - 1).max((out.h + pt).div_ceil(sy));
+        let wp = (s.w as usize + mx - 1).max((out.w + pl).div_ceil(sx));
+        let (full_h, full_w) = (hp * sy, wp * sx);
+        if out.h + pt > full_h || out.w + pl > full_w {
+            return Err(layer_err(
+                n,
+                format!(
+                    "output {}x{} does not fit the deconvolution's {full_h}x{full_w}",
+                    out.h, out.w
+                ),
+            ));
+        }
+        let mut weights = vec![0.0f32; kk * cin * my * mx];
+        let mut bias = vec![0.0f32; kk];
+        for ry in 0..sy {
+            for rx in 0..sx {
+                let ph = ry * sx + rx;
+                for ko in 0..k {
+                    bias[ph * kpad + ko] = c.bias.as_ref().map_or(0.0, |b| b.data[ko]);
+                    for ci in 0..cin {
+                        for jy in 0..my {
+                            for jx in 0..mx {
+                                let y = ry + (my - 1 - jy) * sy;
+                                let x = rx + (mx - 1 - jx) * sx;
+                                if y < kh && x < kw {
+                                    weights[(((ph * kpad + ko) * cin + ci) * my + jy) * mx + jx] =
+                                        wt(ko, ci, y, x);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let name = &n.name;
+        let phase_s = self.surface_geometry(
+            &format!("{name}#phases"),
+            kk as u32,
+            hp as u32,
+            wp as u32,
+            SurfKind::Pool,
+        );
+        let mut phase_s = phase_s;
+        // int8: RUBIK moves bytes, so the phases carry the output's scale.
+        phase_s.scale = self.scale_of(out_t, false);
+        let phase_id = self.p.add_surface(phase_s);
+        self.emit_conv(
+            i,
+            ConvSpec {
+                src,
+                kernel: [my as u32, mx as u32],
+                stride: [1, 1],
+                pad: [
+                    (my - 1) as u32,
+                    (mx - 1) as u32,
+                    (hp - s.h as usize) as u32,
+                    (wp - s.w as usize) as u32,
+                ],
+                dilation: [1, 1],
+                kernels: kk as u32,
+                out: [hp as u32, wp as u32],
+                weights,
+                bias: c.bias.is_some().then_some(bias),
+                dst: Some(phase_id),
+                accumulate: None,
+            },
+        )?;
+        let full_s = self.surface_geometry(
+            &format!("{name}#full"),
+            k as u32,
+            full_h as u32,
+            full_w as u32,
+            SurfKind::Pool,
+        );
+        let mut full_s = full_s;
+        full_s.scale = self.scale_of(out_t, false);
+        let full_id = self.p.add_surface(full_s);
+        self.p.ops.push(HwOp {
+            layers: vec![n.name.clone()],
+            kind: HwOpKind::Rubik(RubikOp {
+                src: phase_id,
+                dst: full_id,
+                stride: [sy as u32, sx as u32],
+            }),
+        });
+        // The output: a window of the full result at the padding's offset.
+        let mut view = self.p.surface(full_id).clone();
+        view.name = self.g.tensor(out_t).name.clone();
+        view.h = out.h as u32;
+        view.w = out.w as u32;
+        // The bytes the window spans from its first atom.
+        view.size = (k as u32).div_ceil(t.channels_per_atom()).saturating_sub(1) * view.surf_stride
+            + (view.h - 1) * view.line_stride
+            + view.w * t.atom();
+        view.kind = SurfKind::View {
+            parent: full_id,
+            channel_offset: 0,
+            x: pl as u32,
+            y: pt as u32,
+        };
+        let needs_copy = self.g.outputs.contains(&out_t) || self.views.contains_key(&out_t);
+        let view_id = self.p.add_surface(view);
+        if !needs_copy {
+            self.surf.insert(out_t, view_id);
+            return Ok(());
+        }
+        let dst = self.output_surface(out_t);
+        let mut sdp = SdpStages::default();
+        sdp.push(&t, Stage::Pass).map_err(|e| layer_err(n, e))?;
+        let unit = self.uniform_unit(view_id)?;
+        let (stages, out_cvt) = self.encode_sdp(&sdp, &n.name, dst, unit)?;
+        self.p.ops.push(HwOp {
+            layers: vec![format!("{name}#crop")],
+            kind: HwOpKind::Sdp(SdpOp {
+                src: Some(view_id),
+                dst,
+                stages,
+                lut: None,
+                out_cvt,
+            }),
+        });
+        Ok(())
+    }
+}
