@@ -120,6 +120,8 @@ def photo(name, h, w, rng=None):
     if img.ndim == 2:
         img = np.stack([img] * 3, -1)
     img = img[..., :3]
+    if img.dtype == bool:
+        img = img.astype(np.uint8) * 255
     if img.dtype != np.uint8:
         img = (255 * (img - img.min()) / max(np.ptp(img), 1e-9)).astype(np.uint8)
     if rng is not None:  # a random crop of 55 to 100 % of each side

@@ -495,7 +495,52 @@ impl Ctx<'_> {
                 }
             }
         }
-        let mut count = vec![0u8; n];
+        // Data edges, one per engine: the earliest reader of each engine; later ones of
+        // that engine follow it through the chain of completions.
+        const ENGINES: [OpType; 5] = [
+            OpType::Conv,
+            OpType::Sdp,
+            OpType::Pdp,
+            OpType::Cdp,
+            OpType::Rubik,
+        ];
+        let mut edges: Vec<[Option<usize>; 5]> = (0..n)
+            .map(|j| {
+                let ty = dops[j].ty;
+                let fused =
+                    matches!(p.ops[dops[j].op].kind, HwOpKind::Conv(_)) && ty == OpType::Conv;
+                ENGINES.map(|other| {
+                    if other == ty || (fused && other == OpType::Sdp) {
+                        return None;
+                    }
+                    need[j]
+                        .iter()
+                        .copied()
+                        .filter(|&k| dops[k].ty == other)
+                        .min()
+                })
+            })
+            .collect();
+        // An edge is implied when a later operation of the same engine (which completes
+        // after it) has an edge to the same or an earlier reader of that engine (which
+        // runs before it on the reader's chain): drop those, so that no operation waits
+        // for more than the 255 events its count holds (the first RUBIK operation of a
+        // network whose pool it reuses had 290 producers).
+        for ty in ENGINES {
+            let mut best = [usize::MAX; 5];
+            for j in (0..n).rev().filter(|&j| dops[j].ty == ty) {
+                for (e, b) in edges[j].iter_mut().zip(best.iter_mut()) {
+                    if let Some(t) = *e {
+                        if *b <= t {
+                            *e = None;
+                        } else {
+                            *b = t;
+                        }
+                    }
+                }
+            }
+        }
+        let mut count = vec![0u32; n];
         for j in 0..n {
             let ty = dops[j].ty;
             // The next operation of the same engine: waits for this one to complete.
@@ -524,24 +569,8 @@ impl Ctx<'_> {
                 };
                 count[j] += 1;
             }
-            // Data edges, one per engine: the earliest reader of each engine; later ones
-            // of that engine follow it through the chain of completions.
-            for other in [
-                OpType::Conv,
-                OpType::Sdp,
-                OpType::Pdp,
-                OpType::Cdp,
-                OpType::Rubik,
-            ] {
-                if other == ty || (fused && other == OpType::Sdp) {
-                    continue;
-                }
-                let first = need[j]
-                    .iter()
-                    .copied()
-                    .filter(|&k| dops[k].ty == other)
-                    .min();
-                if let Some(k) = first {
+            for (other, k) in ENGINES.iter().zip(edges[j]) {
+                if let Some(k) = k {
                     deps[j].consumers[other.index()] = Consumer {
                         index: k as i16,
                         event: Event::OpCompleted.raw(),
@@ -555,8 +584,12 @@ impl Ctx<'_> {
                 // convolution itself): nothing else to do.
             }
         }
-        for (d, c) in deps.iter_mut().zip(count) {
-            d.dependency_count = c;
+        for (j, (d, c)) in deps.iter_mut().zip(count).enumerate() {
+            d.dependency_count = u8::try_from(c).map_err(|_| {
+                CompileError::Network(format!(
+                    "task {ti} operation {j} waits for {c} events; its count holds 255"
+                ))
+            })?;
         }
 
         // Operation and surface descriptors.

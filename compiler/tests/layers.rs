@@ -1082,3 +1082,51 @@ fn grouped_convolutions_split_by_groups() {
         c.program.weight_size
     );
 }
+
+/// 300 convolutions (600 DLA operations reusing two pool buffers) before the network's
+/// first pooling: every one of them reads or writes bytes the pooling overwrites, and the
+/// pooling is the first PDP operation of each one's readers. An operation's dependency
+/// count is one byte: the edges implied by the engines' chains of completions are dropped
+/// so that it waits for few events (290 wrapped to 34 and the firmware refused the task).
+#[test]
+fn long_chains_wait_for_few_events() {
+    let mut rng = Rng(0x10ad);
+    let (mut g, x) = graph(16, 6, 6);
+    let mut t = x;
+    for i in 0..300 {
+        t = add_conv(
+            &mut g,
+            &mut rng,
+            &format!("c{i}"),
+            t,
+            16,
+            [1, 1],
+            [1, 1],
+            [0; 4],
+            [1, 1],
+            1,
+        );
+    }
+    let p = node(
+        &mut g,
+        "pool",
+        pool(PoolKind::Max, 2, 2, 0, false),
+        &[t],
+        Shape::new(1, 16, 3, 3),
+    );
+    // The pooling writes the pool (a convolution makes the output).
+    let y = add_conv(
+        &mut g,
+        &mut rng,
+        "out",
+        p,
+        16,
+        [1, 1],
+        [1, 1],
+        [0; 4],
+        [1, 1],
+        1,
+    );
+    finish(&mut g, y);
+    check(&g, 2e-2, "300 convolutions then a pooling");
+}

@@ -75,9 +75,22 @@ use crate::fp16::{f16_to_f32, f32_to_f16, f32_to_f16_even};
 pub const FALLBACK_OP_BASE: u8 = 0x80;
 /// `op_type` of an element-wise function ([`FallbackOpDesc`]).
 pub const FALLBACK_UNARY: u8 = 0x80;
+/// `op_type` of an ONNX partition: a subgraph the hosted runtime runs with an ONNX engine
+/// (`nvdla-umd`'s `partition` module). This crate (no heap, no engine) refuses it.
+pub const FALLBACK_PARTITION: u8 = 0x81;
 /// EMU1 interface version of the blobs of a task holding CPU fallback operations
 /// (`nvdla-compiler` writes 0.0.1 otherwise).
 pub const FALLBACK_VERSION: (u8, u8, u8) = (0, 1, 0);
+
+/// Why an unknown fallback operation type is refused, for [`EmuError::UnknownFallback`].
+fn fallback_hint(op_type: u8) -> &'static str {
+    if op_type == FALLBACK_PARTITION {
+        "an ONNX partition: it runs in nvdla-runtime built with its cpu-partitions feature, \
+         which has an ONNX engine; bare metal and the board runtime without it cannot run it"
+    } else {
+        "the loadable was compiled with --cpu-fallback by a newer compiler"
+    }
+}
 
 /// The element-wise functions of [`FALLBACK_UNARY`], by their `func` code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -391,7 +404,7 @@ pub enum EmuError {
     },
     /// A CPU fallback operation (`op_type` from [`FALLBACK_OP_BASE`]) this runtime does
     /// not implement.
-    #[error("CPU fallback operation type {op_type:#04x} is not implemented by this runtime (the loadable was compiled with --cpu-fallback by a newer compiler)")]
+    #[error("CPU fallback operation type {op_type:#04x} is not implemented by this runtime ({})", fallback_hint(*.op_type))]
     UnknownFallback {
         /// The `op_type` byte.
         op_type: u8,

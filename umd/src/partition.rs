@@ -37,8 +37,7 @@ use nvdla_emu::SlotMemory;
 use thiserror::Error;
 use tract_onnx::prelude::*;
 
-/// `op_type` of an ONNX partition operation (after [`nvdla_emu::FALLBACK_UNARY`]).
-pub const FALLBACK_PARTITION: u8 = nvdla_emu::FALLBACK_OP_BASE + 1;
+pub use nvdla_emu::FALLBACK_PARTITION;
 /// EMU interface version of tasks holding a partition.
 pub const PARTITION_VERSION: (u8, u8, u8) = (0, 2, 0);
 

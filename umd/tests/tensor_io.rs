@@ -647,14 +647,17 @@ fn several_outputs_are_numbered() {
         OutputTensor {
             desc: desc("a", DataType::HALF, 2),
             data: half,
+            recorded_scale: None,
         },
         OutputTensor {
             desc: desc("b", DataType::INT8, 3),
             data: int8.clone(),
+            recorded_scale: None,
         },
         OutputTensor {
             desc: desc("c", DataType::INT8, 3),
             data: int8,
+            recorded_scale: None,
         },
     ];
     let (mut out, mut err) = (Vec::new(), Vec::new());
