@@ -1130,3 +1130,25 @@ fn long_chains_wait_for_few_events() {
     finish(&mut g, y);
     check(&g, 2e-2, "300 convolutions then a pooling");
 }
+
+/// A dead filter (PP-OCRv4's recognizer has one whose largest weight is 1e-17) and an
+/// all-zero one, quantized per filter: they take the layer's scale, so that the SDP's
+/// 16-bit multipliers still bring every channel to one unit.
+#[test]
+fn int8_per_filter_with_dead_filters() {
+    let mut rng = Rng(0xdead);
+    let (mut g, x) = graph(8, 5, 5);
+    let mut op = conv(&mut rng, 8, 16, [3, 3], [1, 1], [1; 4], [1, 1], 1);
+    if let Op::Conv(c) = &mut op {
+        let per = 8 * 9;
+        c.weight.data[3 * per..4 * per]
+            .iter_mut()
+            .for_each(|w| *w *= 1e-17);
+        c.weight.data[5 * per..6 * per]
+            .iter_mut()
+            .for_each(|w| *w = 0.0);
+    }
+    let y = node(&mut g, "conv", op, &[x], Shape::new(1, 16, 5, 5));
+    finish(&mut g, y);
+    check_int8(&g, INT8_TOL, "dead filters per filter");
+}

@@ -354,8 +354,18 @@ impl Lowering<'_> {
                 .map(|k| k.iter().fold(0.0f64, |m, v| m.max(f64::from(v.abs()))))
                 .collect();
             let layer_max = amax.iter().fold(0.0f64, |m, v| m.max(*v));
+            // Per filter, a dead filter (every weight below 2^-14 of the layer's largest,
+            // zeros included) takes the layer's scale: its weights quantize to zero and
+            // its channel keeps a unit near the others' (PP-OCRv4's recognizer has one
+            // whose largest weight is 1e-17: its own scale put the channel's rescale
+            // beyond the span of the SDP's 16-bit multipliers with a common shift).
+            let dead = layer_max / 16384.0;
             for (k, a) in amax.iter().enumerate() {
-                let a = if self.q.per_filter { *a } else { layer_max };
+                let a = if self.q.per_filter && *a >= dead {
+                    *a
+                } else {
+                    layer_max
+                };
                 weight_scales[k] = if a > 0.0 { a / 127.0 } else { 1.0 };
             }
             qweights = spec
