@@ -1405,9 +1405,12 @@ mod tests {
         assert_eq!(out, vec![20, 54, 7, 127]);
         // Op types of the range this runtime does not implement, and unknown functions.
         let mut other = bytes;
-        other[0] = FALLBACK_OP_BASE + 1;
+        other[0] = FALLBACK_PARTITION;
         let e = FallbackOpDesc::decode(&other).unwrap_err();
         assert_eq!(e, EmuError::UnknownFallback { op_type: 0x81 });
+        assert!(e.to_string().contains("an ONNX partition"), "{e}");
+        other[0] = FALLBACK_OP_BASE + 2;
+        let e = FallbackOpDesc::decode(&other).unwrap_err();
         assert!(e.to_string().contains("--cpu-fallback"), "{e}");
         let mut other = bytes;
         other[12] = 200;
