@@ -531,7 +531,7 @@ pub(crate) fn build(graph: &GraphProto, opset: i64, opts: &Options) -> Result<Gr
                 ))
             }
             (None, Some(mut d)) => {
-                // A symbolic batch (dimension 0 of a rank-4 or lower input) is taken as 1.
+                // A symbolic batch (dimension 0, every other fixed) is taken as 1.
                 if d.len() >= 2 && d[0].is_none() && d[1..].iter().all(Option::is_some) {
                     d[0] = Some(1);
                     b.g.notes.push(format!(
