@@ -1444,3 +1444,31 @@ fn command_line_takes_exactly_one_model() {
     }
     let _ = std::fs::remove_dir_all(tmp);
 }
+
+/// A fully connected layer whose 4096x9216 weight a `ConstantOfShape` makes (38 M
+/// elements): within the front end's memory budget for computed constants, which it
+/// exceeded as a per-constant cap of 16 M.
+#[test]
+fn large_computed_weights_fit_the_budget() {
+    let shape = ti("shape", &[2], vec![4096, 9216]);
+    let value = TensorProto {
+        dims: vec![1],
+        ..tf("value", &[1], vec![0.001])
+    };
+    let g = ok(&model(
+        13,
+        &[1, 9216],
+        vec![
+            node(
+                "ConstantOfShape",
+                "w",
+                &["shape"],
+                &["w"],
+                vec![("value", A::T(Box::new(value)))],
+            ),
+            node("Gemm", "fc", &["x", "w"], &["y"], vec![("transB", A::I(1))]),
+        ],
+        vec![shape],
+    ));
+    assert_eq!(out_shape(&g), Shape::new(1, 4096, 1, 1));
+}

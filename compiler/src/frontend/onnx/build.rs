@@ -344,8 +344,9 @@ pub(crate) struct Builder {
 }
 
 /// Bound on all elements the front end computes for one model, so that no small input
-/// (many nodes each folding a large constant) exhausts memory.
-const MAX_TOTAL_COMPUTED: usize = 1 << 26;
+/// (many nodes each folding a large constant) exhausts memory: the budget one constant
+/// may take alone ([`tensor::MAX_COMPUTED`]).
+const MAX_TOTAL_COMPUTED: usize = tensor::MAX_COMPUTED;
 
 impl Builder {
     /// Adds a node `op` reading `inputs` and writing a new tensor `out_name` of `shape`;

@@ -11,9 +11,11 @@ use super::proto::{data_type as dt, TensorProto};
 /// file, so this only bounds the decoding).
 pub(crate) const MAX_ELEMENTS: usize = 1 << 28;
 
-/// Largest number of elements of a constant the front end computes (folding,
-/// `ConstantOfShape`, weights it synthesizes), so that no input makes it allocate more.
-pub(crate) const MAX_COMPUTED: usize = 1 << 24;
+/// The front end's memory budget for the constants it computes (folding,
+/// `ConstantOfShape`, weights it synthesizes), in elements: 2^27 (512 MiB of f32) for the
+/// whole model, which one constant may take (a fully connected layer's 4096x9216 weight
+/// made by `ConstantOfShape` is 38 M); no input makes the front end allocate more.
+pub(crate) const MAX_COMPUTED: usize = 1 << 27;
 
 /// Largest number of elements of an activation (Caffe's and the IR's `2^31 - 1`).
 pub(crate) const MAX_ACTIVATION: usize = i32::MAX as usize;
