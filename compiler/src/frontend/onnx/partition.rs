@@ -415,8 +415,10 @@ impl Builder {
                 if n.is_empty() {
                     return Value::Unavailable("an absent output".into());
                 }
-                let (dims, float) = facts.next().unwrap_or_default();
-                Value::Cpu { part, dims, float }
+                match facts.next() {
+                    Some((dims, float)) => Value::Cpu { part, dims, float },
+                    None => Value::Unavailable(format!("tract gives no shape for `{n}`")),
+                }
             })
             .collect())
     }
