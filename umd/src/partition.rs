@@ -131,10 +131,11 @@ impl TensorBinding {
         let g = u64::from(self.channels_per_group);
         let bpe = self.bytes_per_element() as u64;
         let (c, y, x) = (c as u64, y as u64, x as u64);
-        (c / g) * u64::from(self.surf_stride)
-            + y * u64::from(self.line_stride)
-            + x * g * bpe
-            + (c % g) * bpe
+        // Saturating: a damaged descriptor's offsets end past any memory, never wrap.
+        ((c / g).saturating_mul(u64::from(self.surf_stride)))
+            .saturating_add(y.saturating_mul(u64::from(self.line_stride)))
+            .saturating_add(x.saturating_mul(g * bpe))
+            .saturating_add((c % g) * bpe)
     }
 
     /// Bytes from the surface's start to the end of its last element.
@@ -151,11 +152,19 @@ impl TensorBinding {
         if c > g {
             last = last.max(self.element_offset((c - 1) / g * g - 1, h - 1, w - 1));
         }
-        last + self.bytes_per_element() as u64
+        last.saturating_add(self.bytes_per_element() as u64)
     }
 
+    /// Elements of the surface (`None` when the product overflows).
+    fn checked_elements(&self) -> Option<usize> {
+        (self.channel as usize)
+            .checked_mul(self.height as usize)?
+            .checked_mul(self.width as usize)
+    }
+
+    /// Elements of a decoded surface (checked when decoding).
     fn elements(&self) -> usize {
-        self.channel as usize * self.height as usize * self.width as usize
+        self.checked_elements().unwrap_or(usize::MAX)
     }
 
     fn encode(&self, out: &mut Vec<u8>) {
@@ -221,7 +230,7 @@ impl TensorBinding {
             .iter()
             .try_fold(1usize, |a, &d| a.checked_mul(d))
             .ok_or_else(|| bad("dimensions overflow".into()))?;
-        if n != t.elements() {
+        if Some(n) != t.checked_elements() {
             return Err(bad(format!(
                 "dimensions {:?} hold {n} elements, the surface {}x{}x{} holds {}",
                 t.dims,
@@ -236,11 +245,10 @@ impl TensorBinding {
         }
         // Strides large enough that elements do not overlap.
         let atom = usize::from(t.channels_per_group) * t.bytes_per_element();
-        let line = t.width as usize * atom;
-        if (t.height > 1 && (t.line_stride as usize) < line)
-            || (t.channel > u32::from(t.channels_per_group)
-                && (t.surf_stride as usize)
-                    < (t.height as usize - 1) * t.line_stride as usize + line)
+        let line = u64::from(t.width) * atom as u64;
+        let plane = u64::from(t.height - 1) * u64::from(t.line_stride) + line;
+        if (t.height > 1 && u64::from(t.line_stride) < line)
+            || (t.channel > u32::from(t.channels_per_group) && u64::from(t.surf_stride) < plane)
         {
             return Err(bad(format!(
                 "strides {}/{} below a {}x{} plane of {atom}-byte atoms",
