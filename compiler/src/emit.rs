@@ -884,6 +884,17 @@ impl Ctx<'_> {
         }
         let mut ops = [dla::SdpOp::default(); 3];
         let mut cubes = [dla::DataCube::default(); 3];
+        // The cube of a computed operand surface, with the stride relocations of a network
+        // tensor, for stage `k`.
+        let mut operand_cube = |sid: SurfId, k: usize| -> dla::DataCube {
+            let (c, io) = self.cube(sid);
+            if let Some(a) = io {
+                let base = (j * dla::SURFACE_CONTAINER_SIZE + 32 * (k + 1)) as u64;
+                relocs.push((a, 3, base + 20, RelocType::LINE));
+                relocs.push((a, 3, base + 24, RelocType::SURFACE));
+            }
+            c
+        };
         for (k, st) in s.stages.iter().enumerate() {
             let Some(st) = st else { continue };
             let (mode, alu, mul) = match st.operand {
@@ -904,23 +915,11 @@ impl Ctx<'_> {
                             v.name, v.c, v.h, v.w, v.line_stride, v.surf_stride, dst.channel
                         )));
                     }
-                    let (c, io) = self.cube(sid);
-                    cubes[k] = c;
-                    if let Some(a) = io {
-                        let base = (j * dla::SURFACE_CONTAINER_SIZE + 32 * (k + 1)) as u64;
-                        relocs.push((a, 3, base + 20, RelocType::LINE));
-                        relocs.push((a, 3, base + 24, RelocType::SURFACE));
-                    }
+                    cubes[k] = operand_cube(sid, k);
                     (dla::SdpOpMode::PerKernel, 0, 0)
                 }
                 crate::engine::Operand::PerElement(sid) => {
-                    let (c, io) = self.cube(sid);
-                    cubes[k] = c;
-                    if let Some(a) = io {
-                        let base = (j * dla::SURFACE_CONTAINER_SIZE + 32 * (k + 1)) as u64;
-                        relocs.push((a, 3, base + 20, RelocType::LINE));
-                        relocs.push((a, 3, base + 24, RelocType::SURFACE));
-                    }
+                    cubes[k] = operand_cube(sid, k);
                     (dla::SdpOpMode::PerPoint, 0, 0)
                 }
             };

@@ -139,22 +139,25 @@ fn int8_on_the_vp_matches_the_reference() {
     }
 }
 
-#[test]
-fn the_loadable_declares_its_partitions() {
+/// The model compiled for nv_full in fp16 with CPU partitions.
+fn partitioned_loadable() -> Vec<u8> {
     let g = load("nv_full", Precision::Fp16, true).unwrap();
-    let target = Target::new(
-        nvdla_hw::Config::by_name("nv_full").unwrap(),
-        Precision::Fp16,
-    )
-    .unwrap();
-    let c = nvdla_compiler::compile_graph_opts(
+    let hw = nvdla_hw::Config::by_name("nv_full").unwrap();
+    let target = Target::new(hw, Precision::Fp16).unwrap();
+    nvdla_compiler::compile_graph_opts(
         g,
         &target,
         &nvdla_compiler::lower::Quant::default(),
         &CompileOptions { cpu_fallback: true },
     )
-    .unwrap();
-    let l = nvdla_loadable::Loadable::parse(&c.loadable).unwrap();
+    .unwrap()
+    .loadable
+}
+
+#[test]
+fn the_loadable_declares_its_partitions() {
+    let loadable = partitioned_loadable();
+    let l = nvdla_loadable::Loadable::parse(&loadable).unwrap();
     let v = nvdla_compiler::emit::EMU1_PARTITION_VERSION;
     let descs: Vec<_> = l
         .blobs()
@@ -193,20 +196,8 @@ impl nvdla_umd::emu::SlotMemory for Slots {
 #[test]
 fn damaged_descriptors_give_errors_not_panics() {
     use nvdla_umd::partition::PartitionDesc;
-    let g = load("nv_full", Precision::Fp16, true).unwrap();
-    let target = Target::new(
-        nvdla_hw::Config::by_name("nv_full").unwrap(),
-        Precision::Fp16,
-    )
-    .unwrap();
-    let c = nvdla_compiler::compile_graph_opts(
-        g,
-        &target,
-        &nvdla_compiler::lower::Quant::default(),
-        &CompileOptions { cpu_fallback: true },
-    )
-    .unwrap();
-    let l = nvdla_loadable::Loadable::parse(&c.loadable).unwrap();
+    let loadable = partitioned_loadable();
+    let l = nvdla_loadable::Loadable::parse(&loadable).unwrap();
     let blob = l
         .blobs()
         .iter()
