@@ -42,17 +42,7 @@ impl Lowering<'_> {
         let dense = if groups == 1 {
             c.weight.data.clone()
         } else {
-            let mut d = vec![0.0f32; k * cin * kh * kw];
-            for ko in 0..k {
-                let gi = ko / kpg;
-                for ci in 0..cpg {
-                    for p in 0..kh * kw {
-                        d[(ko * cin + gi * cpg + ci) * kh * kw + p] =
-                            c.weight.data[(ko * cpg + ci) * kh * kw + p];
-                    }
-                }
-            }
-            d
+            block_diagonal(&c.weight.data, 0, k, cin, cpg, kpg, kh * kw)
         };
         let w = c.window;
         let out_t = self.out_tensor(n)?;
@@ -116,17 +106,7 @@ impl Lowering<'_> {
             let (k0, kn) = (g0 * kpg, (g1 - g0) * kpg);
             let src_v = self.channel_view(src, c0 as u32, cn as u32, format!("{}#in{g0}", n.name));
             let dst_v = self.channel_view(dst, k0 as u32, kn as u32, format!("{}#out{g0}", n.name));
-            // Weights [kn][cn][kh][kw], zero outside each kernel's group.
-            let mut weights = vec![0.0f32; kn * cn * kh * kw];
-            for ko in 0..kn {
-                let gi = ko / kpg;
-                for ci in 0..cpg {
-                    for p in 0..kh * kw {
-                        weights[(ko * cn + gi * cpg + ci) * kh * kw + p] =
-                            c.weight.data[((k0 + ko) * cpg + ci) * kh * kw + p];
-                    }
-                }
-            }
+            let weights = block_diagonal(&c.weight.data, k0, kn, cn, cpg, kpg, kh * kw);
             self.emit_conv(
                 i,
                 ConvSpec {
@@ -594,6 +574,30 @@ impl Lowering<'_> {
 
 /// Most operations one grouped convolution is split into ([`Lowering::group_chunk`]).
 const MAX_GROUP_PARTS: usize = 16;
+
+/// Dense weights `[kn][cin][taps]` of kernels `k0..k0 + kn` of a grouped convolution
+/// (weights `[k][cpg][taps]`, `kpg` kernels per group), reading `cin` input channels that
+/// start at `k0`'s group: zero outside each kernel's group.
+fn block_diagonal(
+    w: &[f32],
+    k0: usize,
+    kn: usize,
+    cin: usize,
+    cpg: usize,
+    kpg: usize,
+    taps: usize,
+) -> Vec<f32> {
+    let mut d = vec![0.0f32; kn * cin * taps];
+    for ko in 0..kn {
+        let gi = ko / kpg;
+        for ci in 0..cpg {
+            let to = (ko * cin + gi * cpg + ci) * taps;
+            let from = ((k0 + ko) * cpg + ci) * taps;
+            d[to..to + taps].copy_from_slice(&w[from..from + taps]);
+        }
+    }
+    d
+}
 
 fn gcd(a: usize, b: usize) -> usize {
     if b == 0 {
