@@ -50,6 +50,12 @@ pub enum HwError {
         /// Bytes available from the entry's address to the end of its buffer.
         available: u64,
     },
+    /// The hardware did not answer a register access (its bus, or the connection to a
+    /// simulator serving it, failed).
+    Unreachable {
+        /// The byte offset asked.
+        offset: u32,
+    },
 }
 
 impl fmt::Display for HwError {
@@ -60,6 +66,9 @@ impl fmt::Display for HwError {
             }
             HwError::NoSuchRegister { offset } => {
                 write!(f, "no register at CSB offset {offset:#x}")
+            }
+            HwError::Unreachable { offset } => {
+                write!(f, "the hardware did not answer at CSB offset {offset:#x}")
             }
             HwError::MemoryFault { addr, len } => {
                 write!(f, "no device memory for {len} bytes at {:#x}", addr.0)

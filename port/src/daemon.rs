@@ -44,8 +44,9 @@ use nvdla_kmd::submit::{MemHandle, SubmitDesc, TaskDesc};
 use nvdla_kmd::Kmd;
 use nvdla_vp::mem::RamType;
 
+use crate::hosted::failure_detail;
 use crate::shm::SharedMem;
-use crate::vp::{failure_detail, VpConfig, VpOs};
+use crate::vp::{VpConfig, VpOs};
 use crate::wire::{self, errno, FrameRead, Reply, Request, Stats, WireTask};
 
 /// How a daemon is set up.

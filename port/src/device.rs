@@ -203,6 +203,45 @@ pub trait Device {
 
     /// Runs `tasks` in order and waits for them (SUBMIT).
     fn submit(&mut self, tasks: &[Task<'_>]) -> Result<(), DeviceError>;
+
+    /// What the hardware timed during the submits since the last call: only devices with a
+    /// clock to count (the RTL) have anything to say; the default says nothing.
+    fn take_timings(&mut self) -> Option<DeviceTimings> {
+        None
+    }
+}
+
+/// One hardware operation as the device timed it, in clock cycles of the accelerator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpTiming {
+    /// The engine: `conv` (CDMA enabled to CACC done), `sdp`, `pdp`, `cdp`, `rubik`.
+    pub engine: &'static str,
+    /// The register group (0 or 1) the operation was programmed in.
+    pub group: u8,
+    /// Cycle of the `D_OP_ENABLE` write that started it.
+    pub enabled: u64,
+    /// Cycle at which its done interrupt was seen (`None`: it never finished).
+    pub done: Option<u64>,
+}
+
+impl OpTiming {
+    /// Cycles from enable to done.
+    pub fn cycles(&self) -> Option<u64> {
+        self.done.map(|d| d.saturating_sub(self.enabled))
+    }
+}
+
+/// What a device timed during one or more submits.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DeviceTimings {
+    /// Every operation, in the order it was enabled.
+    pub ops: Vec<OpTiming>,
+    /// Cycles from each submit's first register access to its last interrupt, summed.
+    pub total_cycles: u64,
+    /// Bytes the accelerator read from and wrote to memory during the submit.
+    pub bytes_read: u64,
+    /// Bytes written.
+    pub bytes_written: u64,
 }
 
 #[cfg(test)]

@@ -26,10 +26,13 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod bridge;
 #[cfg(feature = "vp")]
 pub mod daemon;
 pub mod device;
+pub mod hosted;
 pub mod linux;
+pub mod rtl;
 pub mod shm;
 pub mod socket;
 pub mod uapi;

@@ -17,20 +17,19 @@
 //! would be on silicon (`ETIMEDOUT`). Either error also names the blocks that were enabled
 //! but could not run.
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 use std::time::Instant;
 
 use nvdla_firmware::hw::DeviceAddr;
 use nvdla_firmware::HwError;
-use nvdla_kmd::bo::{BoConfig, ClientId};
-use nvdla_kmd::submit::{MemHandle, SubmitDesc, TaskDesc, SUBMIT_VERSION};
-use nvdla_kmd::{HwFault, HwFaultKind, Kmd, KmdOs, Wait};
+use nvdla_kmd::bo::BoConfig;
+use nvdla_kmd::{HwFault, HwFaultKind, KmdOs, Wait};
 use nvdla_vp::mem::RamType;
 use nvdla_vp::Vp;
 
-use crate::device::{BufferHandle, Device, DeviceError, Operation, Task};
+use crate::device::{DeviceError, Operation};
+use crate::hosted::{HostedDevice, HostedOs};
 
 /// The hardware configurations the model implements: every published build
 /// ([`nvdla_hw::ALL`]).
@@ -296,37 +295,39 @@ impl KmdOs for VpOs {
     }
 }
 
-/// The driver's account of a failed submit, with the model's diagnosis of a hang.
-pub(crate) fn failure_detail(kmd: &Kmd<VpOs>, failure: &nvdla_kmd::SubmitFailure) -> String {
-    let mut detail = failure.to_string();
-    if let Some(hang) = kmd.os().last_hang() {
-        if matches!(failure.error(), nvdla_kmd::Error::TimedOut) {
-            detail.push_str("; ");
-            detail.push_str(hang);
+impl HostedOs for VpOs {
+    fn before_load(&mut self, addr: u64, bytes: &[u8]) {
+        if self.record.is_none() {
+            return;
+        }
+        let mut held = vec![0u8; bytes.len()];
+        // Memory the model cannot read counts as changed; the write that follows reports
+        // the fault.
+        let _ = self.vp.mem.read(RamType::Dram, addr, &mut held);
+        for (start, end) in changed_ranges(&held, bytes) {
+            self.note(Recorded::Load {
+                addr: addr + start as u64,
+                bytes: bytes[start..end].to_vec(),
+            });
         }
     }
-    detail
+
+    /// The model's account of a hang.
+    fn diagnosis(&self, failure: &nvdla_kmd::SubmitFailure) -> Option<String> {
+        let hang = self.last_hang()?;
+        matches!(failure.error(), nvdla_kmd::Error::TimedOut).then(|| hang.to_string())
+    }
 }
 
-/// An in-process NVDLA: [`Kmd`] + firmware + the hardware model, as a [`Device`].
-pub struct VpDevice {
-    kmd: Kmd<VpOs>,
-    /// Host copies of the live buffers, by handle.
-    buffers: BTreeMap<u32, Vec<u8>>,
-}
+/// An in-process NVDLA: [`nvdla_kmd::Kmd`] + firmware + the hardware model, as a
+/// [`crate::device::Device`].
+pub type VpDevice = HostedDevice<VpOs>;
 
-/// The only client of an in-process device.
-const CLIENT: ClientId = ClientId(1);
-
-impl VpDevice {
+impl HostedDevice<VpOs> {
     /// A device with hardware configuration `config`, at reset.
     pub fn new(config: VpConfig) -> Self {
-        let kmd = Kmd::new(VpOs::new(config), config.firmware(), BoConfig::default())
-            .unwrap_or_else(|e| unreachable!("default BO window is valid: {e}"));
-        Self {
-            kmd,
-            buffers: BTreeMap::new(),
-        }
+        Self::with_os(VpOs::new(config), config.firmware(), BoConfig::default())
+            .unwrap_or_else(|e| unreachable!("default BO window is valid: {e}"))
     }
 
     /// A device whose buffers get device addresses in `[base, base + size)` (page aligned),
@@ -338,18 +339,7 @@ impl VpDevice {
             max_bo_size: size,
             ..BoConfig::default()
         };
-        let kmd = Kmd::new(VpOs::new(config), config.firmware(), bo)
-            .map_err(|e| DeviceError::from_kmd(Operation::CreateBuffer, e))?;
-        Ok(Self {
-            kmd,
-            buffers: BTreeMap::new(),
-        })
-    }
-
-    /// The device address and size of buffer `handle`.
-    pub fn buffer_region(&self, handle: BufferHandle) -> Option<(u64, u64)> {
-        let bo = self.kmd.bo(CLIENT, handle.get()).ok()?;
-        Some((bo.iova.0, bo.size))
+        Self::with_os(VpOs::new(config), config.firmware(), bo)
     }
 
     /// Reads the model's DRAM at device address `addr` (what the engines see, which differs
@@ -373,51 +363,6 @@ impl VpDevice {
     pub fn take_recording(&mut self) -> Vec<Recorded> {
         self.kmd.os_mut().record.take().unwrap_or_default()
     }
-
-    /// The driver (e.g. to inspect its buffers or the model).
-    pub fn kmd(&self) -> &Kmd<VpOs> {
-        &self.kmd
-    }
-
-    /// The driver, mutable.
-    pub fn kmd_mut(&mut self) -> &mut Kmd<VpOs> {
-        &mut self.kmd
-    }
-
-    /// Copies the host copies of `handles` into the model's DRAM (`true`) or back (`false`).
-    fn sync(&mut self, handles: &[u32], to_device: bool) -> Result<(), DeviceError> {
-        let io = |_| DeviceError::new(Operation::Submit, nvdla_kmd::Error::Io);
-        for &h in handles {
-            let bo = *self
-                .kmd
-                .bo(CLIENT, h)
-                .map_err(|e| DeviceError::from_kmd(Operation::Submit, e))?;
-            let Some(host) = self.buffers.get_mut(&h) else {
-                continue;
-            };
-            let os = self.kmd.os_mut();
-            if to_device && os.record.is_some() {
-                let mut held = vec![0u8; host.len()];
-                os.vp
-                    .mem
-                    .read(RamType::Dram, bo.iova.0, &mut held)
-                    .map_err(io)?;
-                for (start, end) in changed_ranges(&held, host) {
-                    os.note(Recorded::Load {
-                        addr: bo.iova.0 + start as u64,
-                        bytes: host[start..end].to_vec(),
-                    });
-                }
-            }
-            let mem = &mut os.vp.mem;
-            if to_device {
-                mem.write(RamType::Dram, bo.iova.0, host).map_err(io)?;
-            } else {
-                mem.read(RamType::Dram, bo.iova.0, host).map_err(io)?;
-            }
-        }
-        Ok(())
-    }
 }
 
 /// The byte ranges where `new` differs from `old` (same length), merged across gaps of
@@ -432,103 +377,6 @@ fn changed_ranges(old: &[u8], new: &[u8]) -> Vec<(usize, usize)> {
         }
     }
     out
-}
-
-impl Device for VpDevice {
-    fn create_buffer(&mut self, size: u64) -> Result<BufferHandle, DeviceError> {
-        let op = Operation::CreateBuffer;
-        let h = self
-            .kmd
-            .gem_create(CLIENT, size, 0)
-            .map_err(|e| DeviceError::from_kmd(op, e))?;
-        let host = usize::try_from(size)
-            .ok()
-            .and_then(|n| {
-                let mut v = Vec::new();
-                v.try_reserve_exact(n).ok()?;
-                v.resize(n, 0);
-                Some(v)
-            })
-            .ok_or(DeviceError::new(op, nvdla_kmd::Error::NoMemory));
-        let host = match host {
-            Ok(v) => v,
-            Err(e) => {
-                let _ = self.kmd.gem_destroy(CLIENT, h.get());
-                return Err(e);
-            }
-        };
-        self.buffers.insert(h.get(), host);
-        BufferHandle::new(h.get()).ok_or(DeviceError::new(op, nvdla_kmd::Error::Io))
-    }
-
-    fn map_buffer(&mut self, handle: BufferHandle) -> Result<&mut [u8], DeviceError> {
-        let op = Operation::MapBuffer;
-        self.kmd
-            .gem_mmap(CLIENT, handle.get())
-            .map_err(|e| DeviceError::from_kmd(op, e))?;
-        self.buffers
-            .get_mut(&handle.get())
-            .map(Vec::as_mut_slice)
-            .ok_or(DeviceError::new(op, nvdla_kmd::Error::NoEntry))
-    }
-
-    fn destroy_buffer(&mut self, handle: BufferHandle) -> Result<(), DeviceError> {
-        self.kmd
-            .gem_destroy(CLIENT, handle.get())
-            .map_err(|e| DeviceError::from_kmd(Operation::DestroyBuffer, e))?;
-        self.buffers.remove(&handle.get());
-        Ok(())
-    }
-
-    fn submit(&mut self, tasks: &[Task<'_>]) -> Result<(), DeviceError> {
-        let op = Operation::Submit;
-        let lists: Vec<Vec<MemHandle>> = tasks
-            .iter()
-            .map(|t| {
-                t.addresses
-                    .iter()
-                    .map(|a| MemHandle {
-                        handle: a.handle.get(),
-                        reserved: 0,
-                        offset: a.offset,
-                    })
-                    .collect()
-            })
-            .collect();
-        let descs: Vec<TaskDesc<'_>> = tasks
-            .iter()
-            .zip(&lists)
-            .map(|(t, l)| TaskDesc {
-                timeout: t.timeout.to_uapi(),
-                addresses: l,
-            })
-            .collect();
-        let desc = SubmitDesc {
-            flags: 0,
-            version: SUBMIT_VERSION,
-            tasks: &descs,
-        };
-        let mut used: Vec<u32> = lists.iter().flatten().map(|a| a.handle).collect();
-        used.sort_unstable();
-        used.dedup();
-        // Unknown handles are left for the KMD to reject with its own error.
-        used.retain(|h| self.buffers.contains_key(h));
-        self.sync(&used, true)?;
-        let result = self.kmd.submit(CLIENT, &desc);
-        self.sync(&used, false)?;
-        match result {
-            Ok(report) => {
-                log::debug!(
-                    "vp: submit done: {} task(s), {} interrupt(s)",
-                    report.tasks,
-                    report.interrupts
-                );
-                Ok(())
-            }
-            Err(failure) => Err(DeviceError::new(op, failure.error())
-                .with_detail(failure_detail(&self.kmd, &failure))),
-        }
-    }
 }
 
 #[cfg(test)]

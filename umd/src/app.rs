@@ -76,8 +76,9 @@ pub struct Args {
     /// Input path (upstream's -i; only checked for existence).
     #[arg(short = 'i', value_name = "path", hide = true)]
     pub input_path: Option<PathBuf>,
-    /// Device backend: vp, linux, socket:PATH, or mock (DLA tasks not executed); default:
-    /// linux when an nvdla DRM node exists, else vp.
+    /// Device backend: vp, linux, socket:PATH, rtl (NVIDIA's nv_small RTL under Verilator:
+    /// the harness `NVDLA_RTL_HARNESS` names, or rtl:HARNESS; prints hardware cycles), or
+    /// mock (DLA tasks not executed); default: linux when an nvdla DRM node exists, else vp.
     #[arg(long, default_value_t = crate::device::default_device(), value_parser = parse_kind)]
     pub device: DeviceKind,
     /// Hardware configuration: nv_full, nv_large, nv_medium_1024_full, nv_medium_512,
@@ -408,6 +409,9 @@ pub(crate) fn run_loaded(
         }
     })?;
     let seconds = start.elapsed().as_secs_f64();
+    if let Some(t) = dev.take_timings() {
+        let _ = write!(log, "{}", crate::report::timings_table(&t));
+    }
     let images = (0..outputs)
         .map(|i| rt.output_image(dev, i, image_opts.dimg_numbering))
         .collect::<Result<Vec<_>, _>>()?;

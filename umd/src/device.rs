@@ -17,6 +17,7 @@ use std::str::FromStr;
 
 use nvdla_port::device::{BufferAddress, BufferHandle, Device, DeviceError, Operation, Task};
 use nvdla_port::linux::LinuxDevice;
+use nvdla_port::rtl::{RtlDevice, RtlLaunch};
 use nvdla_port::socket::SocketDevice;
 #[cfg(feature = "vp")]
 use nvdla_port::vp::VpDevice;
@@ -33,6 +34,9 @@ pub enum DeviceKind {
     Socket(PathBuf),
     /// Host memory only: DLA tasks are recorded, not executed (for testing the runtime).
     Mock,
+    /// NVIDIA's nv_small RTL under Verilator: the harness program at this path, or the one
+    /// `NVDLA_RTL_HARNESS` names (`None`); started for the run, with our KMD and firmware.
+    Rtl(Option<PathBuf>),
 }
 
 impl fmt::Display for DeviceKind {
@@ -42,6 +46,8 @@ impl fmt::Display for DeviceKind {
             DeviceKind::Linux => f.write_str("linux"),
             DeviceKind::Socket(p) => write!(f, "socket:{}", p.display()),
             DeviceKind::Mock => f.write_str("mock"),
+            DeviceKind::Rtl(None) => f.write_str("rtl"),
+            DeviceKind::Rtl(Some(p)) => write!(f, "rtl:{}", p.display()),
         }
     }
 }
@@ -53,12 +59,19 @@ impl FromStr for DeviceKind {
             "vp" => Ok(DeviceKind::Vp),
             "linux" => Ok(DeviceKind::Linux),
             "mock" => Ok(DeviceKind::Mock),
-            _ => match s.strip_prefix("socket:") {
-                Some(p) if !p.is_empty() => Ok(DeviceKind::Socket(PathBuf::from(p))),
-                _ => Err(format!(
-                    "unknown device '{s}' (expected vp, linux, socket:PATH or mock)"
-                )),
-            },
+            "rtl" => Ok(DeviceKind::Rtl(None)),
+            _ => {
+                if let Some(p) = s.strip_prefix("socket:").filter(|p| !p.is_empty()) {
+                    Ok(DeviceKind::Socket(PathBuf::from(p)))
+                } else if let Some(p) = s.strip_prefix("rtl:").filter(|p| !p.is_empty()) {
+                    Ok(DeviceKind::Rtl(Some(PathBuf::from(p))))
+                } else {
+                    Err(format!(
+                        "unknown device '{s}' (expected vp, linux, socket:PATH, rtl, \
+                         rtl:HARNESS or mock)"
+                    ))
+                }
+            }
         }
     }
 }
@@ -112,6 +125,24 @@ pub fn open_device(
                 reason: e.to_string(),
             }),
         },
+        DeviceKind::Rtl(path) => {
+            let failed = |reason: String| OpenDeviceError::Failed {
+                kind: kind.clone(),
+                reason,
+            };
+            let launch = match path {
+                Some(p) => RtlLaunch {
+                    harness: p.clone(),
+                    latency: None,
+                    verbose: 0,
+                },
+                None => RtlLaunch::from_env().map_err(|e| failed(e.to_string()))?,
+            };
+            match RtlDevice::launch(&launch, config) {
+                Ok(d) => Ok(Box::new(d)),
+                Err(e) => Err(failed(e.to_string())),
+            }
+        }
         // The daemon may serve several configurations: ask for ours.
         DeviceKind::Socket(path) => match SocketDevice::connect(path, Some(config.name())) {
             Ok(d) => Ok(Box::new(d)),

@@ -38,6 +38,7 @@ pub mod npy;
 pub mod onnx;
 #[cfg(feature = "cpu-partitions")]
 pub mod partition;
+pub mod report;
 pub mod runtime;
 pub mod server;
 pub mod tensor;

@@ -1,0 +1,224 @@
+//! A device whose KMD and firmware run in the runtime's process: [`HostedDevice`] over any
+//! [`HostedOs`], the hardware behind the register bus (the in-process model, `vp`; NVIDIA's
+//! RTL behind the harness, `rtl`).
+//!
+//! Each buffer has a host copy that [`Device::map_buffer`] hands out; [`Device::submit`]
+//! writes the host copies of the buffers a submit names into device memory before it runs
+//! and reads them back after, which gives exactly the visibility the [`Device`] contract asks
+//! of a mapping.
+
+use std::collections::BTreeMap;
+
+use nvdla_kmd::bo::{BoConfig, ClientId};
+use nvdla_kmd::submit::{MemHandle, SubmitDesc, TaskDesc, SUBMIT_VERSION};
+use nvdla_kmd::{Kmd, KmdOs, SubmitFailure};
+
+use crate::device::{BufferHandle, Device, DeviceError, DeviceTimings, Operation, Task};
+
+/// The hardware side of a [`HostedDevice`]: a [`KmdOs`] with hooks for what a hosted device
+/// reports beyond the KMD's own.
+pub trait HostedOs: KmdOs {
+    /// Called before a buffer's host copy `bytes` is written to device address `addr`.
+    fn before_load(&mut self, _addr: u64, _bytes: &[u8]) {}
+
+    /// More about a failed submit than the KMD says (for example why no interrupt came).
+    fn diagnosis(&self, _failure: &SubmitFailure) -> Option<String> {
+        None
+    }
+
+    /// What the hardware timed during the last submit, if it times anything.
+    fn take_timings(&mut self) -> Option<DeviceTimings> {
+        None
+    }
+}
+
+/// The driver's account of a failed submit, with the hardware's diagnosis.
+pub(crate) fn failure_detail<O: HostedOs>(kmd: &Kmd<O>, failure: &SubmitFailure) -> String {
+    let mut detail = failure.to_string();
+    if let Some(more) = kmd.os().diagnosis(failure) {
+        detail.push_str("; ");
+        detail.push_str(&more);
+    }
+    detail
+}
+
+/// An in-process NVDLA: [`Kmd`] + firmware + the hardware behind `O`, as a [`Device`].
+pub struct HostedDevice<O: HostedOs> {
+    pub(crate) kmd: Kmd<O>,
+    /// Host copies of the live buffers, by handle.
+    buffers: BTreeMap<u32, Vec<u8>>,
+    timings: Option<DeviceTimings>,
+}
+
+/// The only client of an in-process device.
+pub(crate) const CLIENT: ClientId = ClientId(1);
+
+impl<O: HostedOs> HostedDevice<O> {
+    /// A device over `os` with the firmware configured for `firmware` and buffers placed by
+    /// `bo`.
+    pub fn with_os(
+        os: O,
+        firmware: nvdla_firmware::HwConfig,
+        bo: BoConfig,
+    ) -> Result<Self, DeviceError> {
+        let kmd = Kmd::new(os, firmware, bo)
+            .map_err(|e| DeviceError::from_kmd(Operation::CreateBuffer, e))?;
+        Ok(Self {
+            kmd,
+            buffers: BTreeMap::new(),
+            timings: None,
+        })
+    }
+
+    /// The device address and size of buffer `handle`.
+    pub fn buffer_region(&self, handle: BufferHandle) -> Option<(u64, u64)> {
+        let bo = self.kmd.bo(CLIENT, handle.get()).ok()?;
+        Some((bo.iova.0, bo.size))
+    }
+
+    /// The driver (e.g. to inspect its buffers or the hardware).
+    pub fn kmd(&self) -> &Kmd<O> {
+        &self.kmd
+    }
+
+    /// The driver, mutable.
+    pub fn kmd_mut(&mut self) -> &mut Kmd<O> {
+        &mut self.kmd
+    }
+
+    /// Copies the host copies of `handles` into device memory (`true`) or back (`false`).
+    fn sync(&mut self, handles: &[u32], to_device: bool) -> Result<(), DeviceError> {
+        let io = |_| DeviceError::new(Operation::Submit, nvdla_kmd::Error::Io);
+        for &h in handles {
+            let bo = *self
+                .kmd
+                .bo(CLIENT, h)
+                .map_err(|e| DeviceError::from_kmd(Operation::Submit, e))?;
+            let Some(host) = self.buffers.get_mut(&h) else {
+                continue;
+            };
+            let os = self.kmd.os_mut();
+            let addr = nvdla_firmware::hw::DeviceAddr(bo.iova.0);
+            if to_device {
+                os.before_load(bo.iova.0, host);
+                os.mem_write(addr, host).map_err(io)?;
+            } else {
+                os.mem_read(addr, host).map_err(io)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<O: HostedOs> Device for HostedDevice<O> {
+    fn create_buffer(&mut self, size: u64) -> Result<BufferHandle, DeviceError> {
+        let op = Operation::CreateBuffer;
+        let h = self
+            .kmd
+            .gem_create(CLIENT, size, 0)
+            .map_err(|e| DeviceError::from_kmd(op, e))?;
+        let host = usize::try_from(size)
+            .ok()
+            .and_then(|n| {
+                let mut v = Vec::new();
+                v.try_reserve_exact(n).ok()?;
+                v.resize(n, 0);
+                Some(v)
+            })
+            .ok_or(DeviceError::new(op, nvdla_kmd::Error::NoMemory));
+        let host = match host {
+            Ok(v) => v,
+            Err(e) => {
+                let _ = self.kmd.gem_destroy(CLIENT, h.get());
+                return Err(e);
+            }
+        };
+        self.buffers.insert(h.get(), host);
+        BufferHandle::new(h.get()).ok_or(DeviceError::new(op, nvdla_kmd::Error::Io))
+    }
+
+    fn map_buffer(&mut self, handle: BufferHandle) -> Result<&mut [u8], DeviceError> {
+        let op = Operation::MapBuffer;
+        self.kmd
+            .gem_mmap(CLIENT, handle.get())
+            .map_err(|e| DeviceError::from_kmd(op, e))?;
+        self.buffers
+            .get_mut(&handle.get())
+            .map(Vec::as_mut_slice)
+            .ok_or(DeviceError::new(op, nvdla_kmd::Error::NoEntry))
+    }
+
+    fn destroy_buffer(&mut self, handle: BufferHandle) -> Result<(), DeviceError> {
+        self.kmd
+            .gem_destroy(CLIENT, handle.get())
+            .map_err(|e| DeviceError::from_kmd(Operation::DestroyBuffer, e))?;
+        self.buffers.remove(&handle.get());
+        Ok(())
+    }
+
+    fn submit(&mut self, tasks: &[Task<'_>]) -> Result<(), DeviceError> {
+        let op = Operation::Submit;
+        let lists: Vec<Vec<MemHandle>> = tasks
+            .iter()
+            .map(|t| {
+                t.addresses
+                    .iter()
+                    .map(|a| MemHandle {
+                        handle: a.handle.get(),
+                        reserved: 0,
+                        offset: a.offset,
+                    })
+                    .collect()
+            })
+            .collect();
+        let descs: Vec<TaskDesc<'_>> = tasks
+            .iter()
+            .zip(&lists)
+            .map(|(t, l)| TaskDesc {
+                timeout: t.timeout.to_uapi(),
+                addresses: l,
+            })
+            .collect();
+        let desc = SubmitDesc {
+            flags: 0,
+            version: SUBMIT_VERSION,
+            tasks: &descs,
+        };
+        let mut used: Vec<u32> = lists.iter().flatten().map(|a| a.handle).collect();
+        used.sort_unstable();
+        used.dedup();
+        // Unknown handles are left for the KMD to reject with its own error.
+        used.retain(|h| self.buffers.contains_key(h));
+        self.sync(&used, true)?;
+        let result = self.kmd.submit(CLIENT, &desc);
+        self.sync(&used, false)?;
+        if let Some(t) = self.kmd.os_mut().take_timings() {
+            // Several submits (a network with CPU partitions) add up until taken.
+            match &mut self.timings {
+                Some(all) => {
+                    all.ops.extend(t.ops);
+                    all.total_cycles += t.total_cycles;
+                    all.bytes_read += t.bytes_read;
+                    all.bytes_written += t.bytes_written;
+                }
+                None => self.timings = Some(t),
+            }
+        }
+        match result {
+            Ok(report) => {
+                log::debug!(
+                    "submit done: {} task(s), {} interrupt(s)",
+                    report.tasks,
+                    report.interrupts
+                );
+                Ok(())
+            }
+            Err(failure) => Err(DeviceError::new(op, failure.error())
+                .with_detail(failure_detail(&self.kmd, &failure))),
+        }
+    }
+
+    fn take_timings(&mut self) -> Option<DeviceTimings> {
+        self.timings.take()
+    }
+}
