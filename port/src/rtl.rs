@@ -64,14 +64,22 @@ pub struct RtlLaunch {
 }
 
 impl RtlLaunch {
-    /// The harness named by `NVDLA_RTL_HARNESS`.
+    /// The harness at `harness`, with the log level `NVDLA_RTL_VERBOSE` asks (0 to 3: 1
+    /// connections and summaries, 2 every register access and interrupt, 3 every AXI
+    /// request) and the read latency `NVDLA_RTL_LATENCY` gives.
+    pub fn new(harness: PathBuf) -> Self {
+        let num = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u32>().ok());
+        Self {
+            harness,
+            latency: num("NVDLA_RTL_LATENCY"),
+            verbose: num("NVDLA_RTL_VERBOSE").map_or(0, |v| v.min(3) as u8),
+        }
+    }
+
+    /// The harness named by `NVDLA_RTL_HARNESS` (see [`RtlLaunch::new`]).
     pub fn from_env() -> io::Result<Self> {
         match std::env::var_os("NVDLA_RTL_HARNESS") {
-            Some(p) if !p.is_empty() => Ok(Self {
-                harness: PathBuf::from(p),
-                latency: None,
-                verbose: 0,
-            }),
+            Some(p) if !p.is_empty() => Ok(Self::new(PathBuf::from(p))),
             _ => Err(io::Error::new(
                 io::ErrorKind::NotFound,
                 "no RTL harness: build it with scripts/build-rtl and set NVDLA_RTL_HARNESS to \
@@ -207,11 +215,16 @@ impl RtlOs {
             .arg(format!("{ram_base:#x}"))
             .stdin(Stdio::null())
             .stdout(Stdio::null());
+        // The harness prints its diagnostics on stderr, ours.
         if let Some(l) = cfg.latency {
             cmd.arg("--latency").arg(l.to_string());
         }
         for _ in 0..cfg.verbose {
             cmd.arg("-v");
+        }
+        // Harness options for experiments (e.g. `--read-order interleave`).
+        if let Ok(extra) = std::env::var("NVDLA_RTL_ARGS") {
+            cmd.args(extra.split_whitespace());
         }
         let mut child = cmd.spawn().map_err(|e| {
             io::Error::new(

@@ -33,6 +33,11 @@
 
 #include "VNV_nvdla.h"
 #include "verilated.h"
+#ifdef NVDLA_RTL_DEBUG_CDMA_WT
+// A diagnostic build (docs/rtl.md, "The ip1 stall"): rtl/harness/debug-cdma-wt.vlt makes
+// CDMA_WT's weight accounting visible.
+#include "VNV_nvdla___024root.h"
+#endif
 
 static uint64_t sim_time = 0;
 double sc_time_stamp() { return (double)sim_time; }
@@ -182,6 +187,9 @@ struct AxiSlave {
     std::deque<uint8_t> wstrb;
     std::deque<std::pair<uint8_t, uint64_t>> bresp;  // (id, ready_at)
     bool r_presenting = false;
+    size_t r_current = 0;  // index in `reads` of the burst whose beat is presented
+    int last_rid = -1;
+    bool interleave = false;
     bool b_presenting = false;
     uint64_t read_beats = 0, write_beats = 0;
     uint64_t last_activity = 0;
@@ -203,7 +211,7 @@ struct AxiSlave {
     // Before the rising edge: the handshakes that this edge completes.
     struct Edge {
         bool ar, aw, w, r, b;
-        uint8_t arid, awid;
+        uint8_t arid, awid, rid;
         uint64_t araddr, awaddr;
         int arlen, awlen;
         uint64_t wdat;
@@ -218,6 +226,7 @@ struct AxiSlave {
         e.r = top->nvdla_core2dbb_r_rvalid && top->nvdla_core2dbb_r_rready;
         e.b = top->nvdla_core2dbb_b_bvalid && top->nvdla_core2dbb_b_bready;
         e.arid = top->nvdla_core2dbb_ar_arid;
+        e.rid = top->nvdla_core2dbb_r_rid;
         e.awid = top->nvdla_core2dbb_aw_awid;
         e.araddr = top->nvdla_core2dbb_ar_araddr;
         e.awaddr = top->nvdla_core2dbb_aw_awaddr;
@@ -226,6 +235,28 @@ struct AxiSlave {
         e.wdat = top->nvdla_core2dbb_w_wdata;
         e.wstb = top->nvdla_core2dbb_w_wstrb;
         return e;
+    }
+
+    // The burst whose beat goes next: the oldest whose latency has passed (one order for all
+    // IDs), or with `interleave`, the oldest of the next ID after the last one served whose
+    // latency has passed (AXI keeps order within an ID only, and lets reads of different IDs
+    // interleave beat by beat).
+    std::deque<Burst>::iterator pick_read(uint64_t cycle) {
+        if (reads.empty()) return reads.end();
+        if (!interleave) return reads.front().ready_at <= cycle ? reads.begin() : reads.end();
+        std::deque<Burst>::iterator best = reads.end();
+        int best_rank = 1 << 30;
+        uint8_t seen[256] = {0};
+        for (auto it = reads.begin(); it != reads.end(); ++it) {
+            if (seen[it->id]++) continue;  // only the oldest burst of each ID may go
+            if (it->ready_at > cycle) continue;
+            int rank = (it->id - last_rid - 1 + 256) % 256;
+            if (rank < best_rank) {
+                best_rank = rank;
+                best = it;
+            }
+        }
+        return best;
     }
 
     // After the rising edge: update the slave's state and drive its outputs for the next one.
@@ -247,11 +278,12 @@ struct AxiSlave {
             wstrb.push_back(e.wstb);
         }
         if (e.r) {
-            Burst &head = reads.front();
-            head.addr += BEAT;
-            if (--head.beats == 0) reads.pop_front();
+            Burst &b = reads[r_current];
+            b.addr += BEAT;
+            if (--b.beats == 0) reads.erase(reads.begin() + (long)r_current);
             r_presenting = false;
             read_beats++;
+            last_rid = e.rid;
         }
         if (e.b) {
             bresp.pop_front();
@@ -278,15 +310,18 @@ struct AxiSlave {
             }
         }
 
-        // Drive R: the head burst's next beat once its latency has passed.
-        if (!r_presenting && !reads.empty() && reads.front().ready_at <= cycle) {
-            Burst &head = reads.front();
-            uint64_t d = 0;
-            if (const uint8_t *p = ram->at(head.addr, BEAT)) memcpy(&d, p, BEAT);
-            top->nvdla_core2dbb_r_rdata = d;
-            top->nvdla_core2dbb_r_rid = head.id;
-            top->nvdla_core2dbb_r_rlast = head.beats == 1;
-            r_presenting = true;
+        // Drive R: the next beat once its burst's latency has passed.
+        if (!r_presenting) {
+            auto next = pick_read(cycle);
+            if (next != reads.end()) {
+                uint64_t d = 0;
+                if (const uint8_t *p = ram->at(next->addr, BEAT)) memcpy(&d, p, BEAT);
+                top->nvdla_core2dbb_r_rdata = d;
+                top->nvdla_core2dbb_r_rid = next->id;
+                top->nvdla_core2dbb_r_rlast = next->beats == 1;
+                r_presenting = true;
+                r_current = next - reads.begin();
+            }
         }
         top->nvdla_core2dbb_r_rvalid = r_presenting;
 
@@ -298,14 +333,27 @@ struct AxiSlave {
         top->nvdla_core2dbb_ar_arready = (int)reads.size() < max_reads;
     }
 
+    void report_cdma_wt() const {
+#ifdef NVDLA_RTL_DEBUG_CDMA_WT
+#define WT(x) (unsigned long)top->rootp->NV_nvdla__DOT__u_partition_c__DOT__u_NV_NVDLA_cdma__DOT__u_wt__DOT__##x
+        fprintf(stderr,
+                "nvdla-rtl: CDMA_WT: wt_wr_dmatx_cnt %lu, weight_bank %lu, wt_req_sum %lu "
+                "(onfly %lu, stored %lu, avl %lu)\n",
+                WT(wt_wr_dmatx_cnt), WT(weight_bank), WT(wt_req_sum), WT(wt_data_onfly),
+                WT(wt_data_stored), WT(wt_data_avl));
+#undef WT
+#endif
+    }
+
     void report() const {
+        report_cdma_wt();
         fprintf(stderr,
                 "nvdla-rtl: AXI: %zu read bursts outstanding, %zu write bursts awaiting data, "
-                "%zu write beats awaiting an address, R %s (rready %d), %" PRIu64
+                "%zu write beats awaiting an address, R %s id %d (rready %d), %" PRIu64
                 " read beats, %" PRIu64 " write beats\n",
                 reads.size(), writes.size(), wdata.size(),
                 r_presenting ? "presenting a beat" : "idle",
-                (int)top->nvdla_core2dbb_r_rready, read_beats, write_beats);
+                (int)top->nvdla_core2dbb_r_rid, (int)top->nvdla_core2dbb_r_rready, read_beats, write_beats);
         std::map<int, int> per_id;
         for (const Burst &b : reads) per_id[b.id] += b.beats;
         for (auto &kv : per_id)
@@ -322,11 +370,15 @@ struct Rtl {
     bool line = false;
     uint64_t csb_last = 0;
 
-    explicit Rtl(Ram *ram) : top(new VNV_nvdla) {
+    // `gating`: the second-level clock gating of the engines (SLCG) as silicon has it. With
+    // it, CDMA_WT misses CSC's weight-release pulses once its own clock is gated, and the
+    // next layer whose weights exceed the stale count hangs (docs/rtl.md, "The ip1 stall");
+    // without it (tmc2slcg_disable_clock_gating tied high) every network runs.
+    explicit Rtl(Ram *ram, bool gating) : top(new VNV_nvdla) {
         axi.top = top;
         axi.ram = ram;
         top->global_clk_ovr_on = 0;
-        top->tmc2slcg_disable_clock_gating = 0;
+        top->tmc2slcg_disable_clock_gating = gating ? 0 : 1;
         top->test_mode = 0;
         top->nvdla_pwrbus_ram_c_pd = 0;
         top->nvdla_pwrbus_ram_ma_pd = 0;
@@ -354,7 +406,17 @@ struct Rtl {
         top->eval();
         sim_time++;
         line = top->dla_intr;
+#ifdef NVDLA_RTL_DEBUG_CDMA_WT
+        auto *r = top->rootp;
+        if (r->NV_nvdla__DOT__u_partition_c__DOT__u_NV_NVDLA_cdma__DOT__u_wt__DOT__sc_wt_updt) {
+            dbg_updts++;
+            dbg_entries += r->NV_nvdla__DOT__u_partition_c__DOT__u_NV_NVDLA_cdma__DOT__u_wt__DOT__sc_wt_entries;
+        }
+        if (r->NV_nvdla__DOT__u_partition_c__DOT__u_NV_NVDLA_csc__DOT__u_sg__DOT__wt_release) dbg_sg_rls++;
+        if (r->NV_nvdla__DOT__u_partition_c__DOT__u_NV_NVDLA_csc__DOT__u_wl__DOT__wt_rls) dbg_wl_rls++;
+#endif
     }
+    uint64_t dbg_updts = 0, dbg_entries = 0, dbg_sg_rls = 0, dbg_wl_rls = 0;
 
     // Reset as NVIDIA's testbench sequences it: clocks with reset high, 20 cycles with it
     // asserted (low), then time for the RAMs and buffers to clear. Memory is untouched.
@@ -459,6 +521,12 @@ struct Server {
         if (rtl->line != sent_line) {
             sent_line = rtl->line;
             if (sent_line) irqs++;
+            if (sent_line && verbose >= 2) {
+                rtl->axi.report_cdma_wt();
+                logf(2, "CSC weight releases: sg %lu, wl %lu; CDMA updates %lu (%lu entries)",
+                     (unsigned long)rtl->dbg_sg_rls, (unsigned long)rtl->dbg_wl_rls,
+                     (unsigned long)rtl->dbg_updts, (unsigned long)rtl->dbg_entries);
+            }
             logf(2, "(%" PRIu64 ") interrupt line %d", rtl->cycle, (int)sent_line);
             send(Msg{IRQ, (uint32_t)sent_line, 0, 0});
         }
@@ -559,12 +627,12 @@ struct Server {
             switch (m.kind) {
             case READ: {
                 uint64_t v = read(m.addr, m.len);
-                logf(3, "(%" PRIu64 ") read 0x%" PRIx64 " = 0x%" PRIx64, rtl->cycle, m.addr, v);
+                logf(2, "(%" PRIu64 ") read 0x%" PRIx64 " = 0x%" PRIx64, rtl->cycle, m.addr, v);
                 send(Msg{READ_REPLY, m.len, m.addr, v});
                 break;
             }
             case WRITE:
-                logf(3, "(%" PRIu64 ") write 0x%" PRIx64 " = 0x%" PRIx64, rtl->cycle, m.addr,
+                logf(2, "(%" PRIu64 ") write 0x%" PRIx64 " = 0x%" PRIx64, rtl->cycle, m.addr,
                      m.value);
                 write(m.addr, m.len, m.value);
                 break;
@@ -587,6 +655,7 @@ struct Server {
 
 void usage() {
     fputs("usage: nvdla-rtl-harness --socket PATH --ram FILE [--ram-base ADDR] [--latency N]\n"
+          "                         [--read-order fifo|interleave] [--clock-gating on|off]\n"
           "                         [--lockstep] [-v]...\n"
           "Serves the nv_small RTL over the bridge protocol on PATH (one connection), with\n"
           "DRAM in FILE at device address ADDR (default 0x80000000).\n",
@@ -599,7 +668,7 @@ int main(int argc, char **argv) {
     const char *socket_path = nullptr, *ram_path = nullptr;
     uint64_t ram_base = 0x80000000ull;
     int latency = 32;
-    bool lockstep = false;
+    bool lockstep = false, interleave = false, gating = false;
     for (int i = 1; i < argc; i++) {
         std::string a = argv[i];
         auto value = [&]() -> const char * {
@@ -614,6 +683,15 @@ int main(int argc, char **argv) {
         else if (a == "--ram-base") ram_base = strtoull(value(), nullptr, 0);
         else if (a == "--latency") latency = atoi(value());
         else if (a == "--lockstep") lockstep = true;
+        else if (a == "--clock-gating") {
+            std::string v = value();
+            if (v == "on") gating = true;
+            else if (v != "off") die("--clock-gating is on or off");
+        } else if (a == "--read-order") {
+            std::string v = value();
+            if (v == "interleave") interleave = true;
+            else if (v != "fifo") die("--read-order is fifo or interleave");
+        }
         else if (a == "-v") verbose++;
         else if (a == "-vv") verbose += 2;
         else if (a == "-h" || a == "--help") {
@@ -634,8 +712,9 @@ int main(int argc, char **argv) {
     Ram ram;
     ram.open_file(ram_path, ram_base);
     Verilated::commandArgs(argc, argv);
-    Rtl rtl(&ram);
+    Rtl rtl(&ram, gating);
     rtl.axi.latency = latency;
+    rtl.axi.interleave = interleave;
     rtl.reset();
 
     int lfd = socket(AF_UNIX, SOCK_STREAM, 0);

@@ -131,11 +131,7 @@ pub fn open_device(
                 reason,
             };
             let launch = match path {
-                Some(p) => RtlLaunch {
-                    harness: p.clone(),
-                    latency: None,
-                    verbose: 0,
-                },
+                Some(p) => RtlLaunch::new(p.clone()),
                 None => RtlLaunch::from_env().map_err(|e| failed(e.to_string()))?,
             };
             match RtlDevice::launch(&launch, config) {
