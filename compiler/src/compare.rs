@@ -90,18 +90,24 @@ fn stats(hw: &[f32], reference: &[f32]) -> (f64, f64, f64, f64) {
     (max_err, max_ref, cosine, snr)
 }
 
-/// Runs `c` (compiled with [`crate::compile_graph_debug`]) on the VP of `t`'s
-/// configuration with `image` fed as `nvdla-runtime --image` feeds it (`normalize`:
-/// its `--normalize`), and compares every operation's output with the reference.
-pub fn compare(c: &Compiled, t: &Target, image: &Path, normalize: u8) -> Result<Vec<Row>> {
+/// Runs `c` (compiled with [`crate::compile_graph_debug`]) on `device` (the VP, or the
+/// RTL) of `t`'s configuration with `image` fed as `nvdla-runtime --image` feeds it
+/// (`normalize`: its `--normalize`), and compares every operation's output with the
+/// reference.
+pub fn compare(
+    c: &Compiled,
+    t: &Target,
+    image: &Path,
+    normalize: u8,
+    device: &nvdla_umd::DeviceKind,
+) -> Result<Vec<Row>> {
     let dev_err =
         |e: String| CompileError::Network(format!("running on the virtual platform: {e}"));
     let cfg = nvdla_umd::HwConfig::ALL
         .into_iter()
         .find(|v| v.name() == t.hw.name)
         .ok_or_else(|| dev_err(format!("no model of {}", t.hw.name)))?;
-    let mut dev = nvdla_umd::open_device(&nvdla_umd::DeviceKind::Vp, cfg)
-        .map_err(|e| dev_err(e.to_string()))?;
+    let mut dev = nvdla_umd::open_device(device, cfg).map_err(|e| dev_err(e.to_string()))?;
     let dev = dev.as_mut();
     let mut rt = Runtime::load(dev, &c.loadable).map_err(|e| dev_err(e.to_string()))?;
     let result = (|| {

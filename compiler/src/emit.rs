@@ -357,6 +357,7 @@ impl Ctx<'_> {
         )
     }
 
+    /// A cube over blob `b`, its size the whole blob.
     fn blob_cube(&self, b: BlobId, w: u32, h: u32, c: u32) -> dla::DataCube {
         let blob = &self.p.blobs[b.0];
         let atom = self.t.atom();
@@ -662,7 +663,9 @@ impl Ctx<'_> {
                         },
                         ..Default::default()
                     };
-                    let weight = self.blob_cube(c.weights, c.kernel[1], c.kernel[0], c.channels);
+                    let mut weight =
+                        self.blob_cube(c.weights, c.kernel[1], c.kernel[0], c.channels);
+                    weight.size = conv_weight_bytes(t, c.kernels, c.bytes_per_kernel);
                     let mut dst = self.cube(c.sdp.dst).0;
                     dst.mem_type = dla::MemType::Hw.raw().into();
                     dst.address = -1;
@@ -1174,4 +1177,35 @@ fn sdp_operands(s: &SdpOp) -> Vec<SurfId> {
         .flatten()
         .filter_map(|st| st.operand.surface())
         .collect()
+}
+
+/// The weight bytes a direct convolution's CDMA fetches and its CSC consumes (the cube size
+/// the firmware writes to CDMA and CSC `D_WEIGHT_BYTES`): the packed kernels rounded up to
+/// a whole CBUF entry, not the blob's 128-byte padding. CDMA_WT writes every fetched entry
+/// into the CBUF's weight ring and CSC releases only the entries its kernel groups use, so
+/// a difference between the two shifts the ring and the next convolution reads the wrong
+/// weights: on NVIDIA's nv_small RTL (8-byte entries) a second small convolution computed
+/// with zero weights (docs/rtl.md, "Weight bytes"). NVIDIA's nv_small LeNet programs the
+/// same rule (504 bytes for 20 kernels of 25).
+pub(crate) fn conv_weight_bytes(t: &Target, kernels: u32, bytes_per_kernel: u32) -> u32 {
+    (kernels * bytes_per_kernel).next_multiple_of(t.cbuf_entry_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conv_weight_bytes_are_the_kernels_rounded_to_a_cbuf_entry() {
+        let small = Target::new(&nvdla_hw::NV_SMALL, Precision::Int8).unwrap();
+        let full = Target::new(&nvdla_hw::NV_FULL, Precision::Int8).unwrap();
+        // nv_small: 8-byte entries. 8 kernels of 4 bytes are 32 bytes, not the blob's 128
+        // (the RTL's weight ring went out of step with 128); NVIDIA's LeNet conv1 (20
+        // kernels of 25 bytes) programs 504.
+        assert_eq!(conv_weight_bytes(&small, 8, 4), 32);
+        assert_eq!(conv_weight_bytes(&small, 20, 25), 504);
+        // nv_full: 128-byte entries.
+        assert_eq!(conv_weight_bytes(&full, 8, 4), 128);
+        assert_eq!(conv_weight_bytes(&full, 32, 27), 896);
+    }
 }

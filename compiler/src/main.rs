@@ -99,6 +99,10 @@ struct Args {
     /// `--normalize`), and print each layer's error against the fp32 reference.
     #[arg(long, value_name = "IMAGE")]
     compare: Option<PathBuf>,
+    /// With `--compare`: the device to run on, as `nvdla-runtime --device` (default: vp, the
+    /// built-in virtual platform; `rtl` runs NVIDIA's nv_small RTL).
+    #[arg(long, default_value = "vp", value_parser = |s: &str| s.parse::<nvdla_umd::DeviceKind>())]
+    compare_device: nvdla_umd::DeviceKind,
     /// With `--compare`: print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -299,7 +303,13 @@ fn run(a: &Args) -> Result<(), CompileError> {
             hw.name,
             image.display()
         ));
-        let rows = nvdla_compiler::compare::compare(&compiled, &target, image, a.normalize as u8)?;
+        let rows = nvdla_compiler::compare::compare(
+            &compiled,
+            &target,
+            image,
+            a.normalize as u8,
+            &a.compare_device,
+        )?;
         if a.json {
             println!("{}", nvdla_compiler::compare::json(&rows));
         } else {

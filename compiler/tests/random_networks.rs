@@ -19,7 +19,9 @@
 //! `NVDLA_RANDOM_SEED=S` choose the seeds; `NVDLA_RANDOM_DUMP=DIR` writes each network's
 //! prototxt and caffemodel there (for `nvdla-compiler`); `NVDLA_RANDOM_PROTOTXT=F` runs
 //! that network instead (weights from the seed: for cutting a failing one down);
-//! `NVDLA_RANDOM_DEBUG=1` prints each compiled program as JSON.
+//! `NVDLA_RANDOM_DEBUG=1` prints each compiled program as JSON; `NVDLA_RANDOM_RTL=1` runs
+//! only the nv_small int8 builds, each also on NVIDIA's RTL (`NVDLA_RTL_HARNESS`), which
+//! must write the model's bytes (`scripts/rtl --suites networks`).
 //!
 //! What it found when it was written (2026-11-24, 1 000 networks): a ReLU placed on the
 //! SDP's Y stage, which has none; Caffe average pooling whose ceil-mode windows run past
@@ -345,8 +347,15 @@ fn run(
         per_filter: true,
         input_scale: 1.0,
     };
-    let compiled = nvdla_compiler::compile_graph_with(g.clone(), &target, &quant)
-        .map_err(|e| (Outcome::Unsupported, e.to_string()))?;
+    // To find the first layer where the RTL and the model part, every layer keeps its own
+    // memory (NVDLA_RANDOM_RTL_LAYERS=1).
+    let compiled = if on_rtl(config, precision) && std::env::var("NVDLA_RANDOM_RTL_LAYERS").is_ok()
+    {
+        nvdla_compiler::compile_graph_debug(g.clone(), &target, &quant)
+    } else {
+        nvdla_compiler::compile_graph_with(g.clone(), &target, &quant)
+    }
+    .map_err(|e| (Outcome::Unsupported, e.to_string()))?;
     if std::env::var("NVDLA_RANDOM_DEBUG").is_ok() {
         eprintln!(
             "{config} {precision:?}:\n{}",
@@ -389,7 +398,23 @@ fn run(
     let out = rt
         .read_output(dev.as_mut(), 0)
         .map_err(|e| fail(e.to_string()))?;
+    let pool = pool_bytes(&rt, dev.as_mut(), &compiled.program);
     rt.release(dev.as_mut());
+    if on_rtl(config, precision) {
+        // NVIDIA's RTL must write the same bytes as the model.
+        let (rtl, rtl_pool) =
+            run_on_rtl(&compiled.loadable, &data, &compiled.program).map_err(fail)?;
+        if let Some(i) = (0..out.len().max(rtl.len())).find(|&i| out.get(i) != rtl.get(i)) {
+            let head = |v: &[u8]| format!("{:02x?}", &v[..v.len().min(32)]);
+            return Err(fail(format!(
+                "the RTL's output differs from the model's at byte {i} of {} (model {}, RTL {}){}",
+                out.len(),
+                head(&out),
+                head(&rtl),
+                first_divergence(&compiled.program, &pool, &rtl_pool)
+            )));
+        }
+    }
     let o = g.shape(g.outputs[0]);
     let (line, surf) = (to.strides[1] as usize, to.strides[2] as usize);
     Ok(if int8 {
@@ -398,6 +423,91 @@ fn run(
     } else {
         from_surface(&out, o.c, o.h, o.w, atom, line, surf)
     })
+}
+
+/// With `NVDLA_RANDOM_RTL=1`, the nv_small int8 builds also run on NVIDIA's RTL (the
+/// harness `NVDLA_RTL_HARNESS` names; `scripts/build-rtl`) and must match the model byte
+/// for byte; the other builds and precisions are skipped.
+fn rtl_mode() -> bool {
+    std::env::var("NVDLA_RANDOM_RTL").is_ok_and(|v| v == "1")
+}
+
+fn on_rtl(config: &str, precision: Precision) -> bool {
+    rtl_mode() && config == "nv_small" && precision == Precision::Int8
+}
+
+/// The activation pool after a run (empty when the program has none).
+fn pool_bytes(
+    rt: &Runtime<'_>,
+    dev: &mut dyn nvdla_port::device::Device,
+    p: &nvdla_compiler::engine::Program,
+) -> Vec<u8> {
+    if p.pool_size == 0 {
+        return Vec::new();
+    }
+    let index = usize::from(!p.blobs.is_empty());
+    rt.buffer(index)
+        .and_then(|h| dev.map_buffer(h).ok().map(|b| b.to_vec()))
+        .unwrap_or_default()
+}
+
+/// The first operation (in program order) whose pooled output differs between two runs.
+fn first_divergence(p: &nvdla_compiler::engine::Program, a: &[u8], b: &[u8]) -> String {
+    use nvdla_compiler::engine::SurfKind;
+    for (n, op) in p.ops.iter().enumerate() {
+        for w in op.writes() {
+            let s = p.surface(w);
+            if !matches!(s.kind, SurfKind::Pool) {
+                continue;
+            }
+            let r = s.offset as usize..(s.offset as usize + s.size as usize);
+            if let (Some(x), Some(y)) = (a.get(r.clone()), b.get(r)) {
+                if x != y {
+                    let head = |v: &[u8]| format!("{:02x?}", &v[..v.len().min(32)]);
+                    return format!(
+                        "; first differing operation: #{n} writing `{}` ({op:?}); model {}, RTL {}",
+                        s.name,
+                        head(x),
+                        head(y)
+                    );
+                }
+            }
+        }
+    }
+    String::new()
+}
+
+/// Runs `loadable` with input surface `data` on the RTL; returns the output surface and
+/// the activation pool.
+fn run_on_rtl(
+    loadable: &[u8],
+    data: &[u8],
+    p: &nvdla_compiler::engine::Program,
+) -> Result<(Vec<u8>, Vec<u8>), String> {
+    let cfg = nvdla_umd::HwConfig::ALL
+        .into_iter()
+        .find(|c| c.name() == "nv_small")
+        .expect("nv_small");
+    let mut dev = nvdla_umd::open_device(&nvdla_umd::DeviceKind::Rtl(None), cfg)
+        .map_err(|e| format!("RTL: {e}"))?;
+    let mut rt = Runtime::load(dev.as_mut(), loadable).map_err(|e| format!("RTL load: {e}"))?;
+    rt.write_input(dev.as_mut(), 0, data)
+        .map_err(|e| format!("RTL: {e}"))?;
+    rt.run(dev.as_mut(), &RunOptions::default(), &mut |_| {})
+        .map_err(|e| format!("RTL run: {e}"))?;
+    let out = rt
+        .read_output(dev.as_mut(), 0)
+        .map_err(|e| format!("RTL: {e}"))?;
+    if let Some(t) = dev.take_timings() {
+        eprintln!(
+            "  RTL: {} cycles, {} operations",
+            t.total_cycles,
+            t.ops.len()
+        );
+    }
+    let pool = pool_bytes(&rt, dev.as_mut(), p);
+    rt.release(dev.as_mut());
+    Ok((out, pool))
 }
 
 fn cosine(a: &[f32], b: &[f32]) -> f64 {
@@ -527,6 +637,9 @@ fn random_networks_compile_and_match_the_reference_on_every_configuration() {
         let mut line = format!("seed {seed:>4} ({} layers):", g.nodes.len());
         for config in CONFIGS {
             for precision in [Precision::Fp16, Precision::Int8] {
+                if rtl_mode() && !on_rtl(config, precision) {
+                    continue;
+                }
                 let r = catch_unwind(AssertUnwindSafe(|| {
                     run(&g, config, precision, &cal, &input)
                 }))

@@ -141,14 +141,31 @@ struct Profiler {
     beats_at_start: (u32, u32),
 }
 
-/// [`KmdOs`] over the RTL harness.
-pub struct RtlOs {
+/// A running RTL harness: the simulator process, the bridge connection to it in lockstep
+/// mode, and the RAM file it answers the DBB port from. Dropping it ends the process.
+pub struct RtlHarness {
     client: BridgeClient,
     ram: File,
     ram_base: u64,
     ram_size: u64,
     child: Child,
     dir: PathBuf,
+}
+
+/// What a lockstep wait for the interrupt line ended with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineWait {
+    /// The line is high.
+    Raised,
+    /// The cycle budget of one wait passed with the line low.
+    Budget,
+    /// The memory bus stalled (reads outstanding, no AXI handshake for a long time).
+    Stalled,
+}
+
+/// [`KmdOs`] over the RTL harness.
+pub struct RtlOs {
+    hw: RtlHarness,
     clock: Instant,
     profiler: Profiler,
     /// Why the last wait found no interrupt coming.
@@ -183,9 +200,9 @@ fn reg_at(addr: u32) -> Option<(Unit, &'static str)> {
     Some((unit, r.name))
 }
 
-impl RtlOs {
+impl RtlHarness {
     /// Starts the harness with a RAM file of `ram_size` bytes at device address `ram_base`
-    /// and connects to it.
+    /// and connects to it, with the clock in lockstep with the caller.
     pub fn launch(cfg: &RtlLaunch, ram_base: u64, ram_size: u64) -> io::Result<Self> {
         static COUNTER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -266,9 +283,6 @@ impl RtlOs {
             ram_size,
             child,
             dir,
-            clock: Instant::now(),
-            profiler: Profiler::default(),
-            hang: None,
         };
         let magic = os.client.read32(page::MAGIC)?;
         if magic != page::MAGIC_VALUE {
@@ -295,18 +309,99 @@ impl RtlOs {
         Ok(u64::from(hi) << 32 | u64::from(lo))
     }
 
-    fn beats(&mut self) -> io::Result<(u32, u32)> {
+    /// AXI read and write beats so far (low 32 bits, wrapping).
+    pub fn beats(&mut self) -> io::Result<(u32, u32)> {
         Ok((
             self.client.read32(page::READ_BEATS)?,
             self.client.read32(page::WRITE_BEATS)?,
         ))
     }
 
+    /// DMA accesses outside the RAM file so far.
+    pub fn mem_faults(&mut self) -> io::Result<u32> {
+        self.client.read32(page::MEM_FAULTS)
+    }
+
+    /// Reads the CSB register at byte offset `offset`.
+    pub fn csb_read(&mut self, offset: u32) -> io::Result<u32> {
+        self.client.read32(u64::from(offset))
+    }
+
+    /// Writes the CSB register at byte offset `offset`.
+    pub fn csb_write(&mut self, offset: u32, value: u32) -> io::Result<()> {
+        self.client.write32(u64::from(offset), value)
+    }
+
+    /// Runs the clock until the interrupt line is high, for at most one wait's budget.
+    pub fn wait_line(&mut self) -> io::Result<LineWait> {
+        Ok(match self.client.read32(page::WAIT)? {
+            1 => LineWait::Raised,
+            2 => LineWait::Stalled,
+            _ => LineWait::Budget,
+        })
+    }
+
+    /// Resets the accelerator (memory untouched).
+    pub fn reset(&mut self) -> io::Result<()> {
+        self.client.reset()
+    }
+
+    fn offset_of(&self, addr: u64, len: usize) -> io::Result<u64> {
+        match addr.checked_sub(self.ram_base) {
+            Some(o)
+                if o.checked_add(len as u64)
+                    .is_some_and(|end| end <= self.ram_size) =>
+            {
+                Ok(o)
+            }
+            _ => Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "{len} bytes at {addr:#x} are outside the RTL's memory ({:#x}+{:#x})",
+                    self.ram_base, self.ram_size
+                ),
+            )),
+        }
+    }
+
+    /// Reads device memory (the RAM file) at device address `addr`.
+    pub fn mem_read(&self, addr: u64, buf: &mut [u8]) -> io::Result<()> {
+        let off = self.offset_of(addr, buf.len())?;
+        self.ram.read_exact_at(buf, off)
+    }
+
+    /// Writes device memory at device address `addr`.
+    pub fn mem_write(&self, addr: u64, data: &[u8]) -> io::Result<()> {
+        let off = self.offset_of(addr, data.len())?;
+        self.ram.write_all_at(data, off)
+    }
+}
+
+impl RtlOs {
+    /// Starts the harness (see [`RtlHarness::launch`]).
+    pub fn launch(cfg: &RtlLaunch, ram_base: u64, ram_size: u64) -> io::Result<Self> {
+        Ok(Self {
+            hw: RtlHarness::launch(cfg, ram_base, ram_size)?,
+            clock: Instant::now(),
+            profiler: Profiler::default(),
+            hang: None,
+        })
+    }
+
+    /// The harness.
+    pub fn harness(&mut self) -> &mut RtlHarness {
+        &mut self.hw
+    }
+
+    fn cycle(&mut self) -> io::Result<u64> {
+        self.hw.cycle()
+    }
+
     /// Starts timing at the first register access of a submit.
     fn begin(&mut self) -> io::Result<()> {
         if self.profiler.first_cycle.is_none() {
             self.profiler.first_cycle = Some(self.cycle()?);
-            self.profiler.beats_at_start = self.beats()?;
+            self.profiler.beats_at_start = self.hw.beats()?;
         }
         Ok(())
     }
@@ -359,22 +454,9 @@ impl RtlOs {
             }
         }
     }
-
-    fn check_mem(&self, addr: DeviceAddr, len: usize) -> Result<u64, HwError> {
-        let off = addr.0.checked_sub(self.ram_base);
-        match off {
-            Some(o)
-                if o.checked_add(len as u64)
-                    .is_some_and(|end| end <= self.ram_size) =>
-            {
-                Ok(o)
-            }
-            _ => Err(HwError::MemoryFault { addr, len }),
-        }
-    }
 }
 
-impl Drop for RtlOs {
+impl Drop for RtlHarness {
     fn drop(&mut self) {
         // Closing the connection ends the harness; give it a moment, then make sure.
         let _ = self.client.shutdown();
@@ -397,10 +479,7 @@ impl KmdOs for RtlOs {
             return Err(HwError::UnalignedRegister { offset });
         }
         self.begin().map_err(unreachable(offset))?;
-        let v = self
-            .client
-            .read32(u64::from(offset))
-            .map_err(unreachable(offset))?;
+        let v = self.hw.csb_read(offset).map_err(unreachable(offset))?;
         self.after_read(offset, v);
         Ok(v)
     }
@@ -410,22 +489,20 @@ impl KmdOs for RtlOs {
             return Err(HwError::UnalignedRegister { offset });
         }
         self.begin().map_err(unreachable(offset))?;
-        self.client
-            .write32(u64::from(offset), value)
+        self.hw
+            .csb_write(offset, value)
             .map_err(unreachable(offset))?;
         self.after_write(offset, value).map_err(unreachable(offset))
     }
 
     fn mem_read(&mut self, addr: DeviceAddr, buf: &mut [u8]) -> Result<(), HwError> {
-        let off = self.check_mem(addr, buf.len())?;
         let len = buf.len();
-        self.ram.read_exact_at(buf, off).map_err(mem_io(addr, len))
+        self.hw.mem_read(addr.0, buf).map_err(mem_io(addr, len))
     }
 
     fn mem_write(&mut self, addr: DeviceAddr, data: &[u8]) -> Result<(), HwError> {
-        let off = self.check_mem(addr, data.len())?;
-        self.ram
-            .write_all_at(data, off)
+        self.hw
+            .mem_write(addr.0, data)
             .map_err(mem_io(addr, data.len()))
     }
 
@@ -435,7 +512,7 @@ impl KmdOs for RtlOs {
 
     fn wait_for_interrupt(&mut self, deadline_ms: Option<u64>) -> Wait {
         loop {
-            let r = match self.client.read32(page::WAIT) {
+            let r = match self.hw.wait_line() {
                 Ok(r) => r,
                 Err(e) => {
                     self.hang = Some(format!("RTL harness connection failed: {e}"));
@@ -443,7 +520,7 @@ impl KmdOs for RtlOs {
                 }
             };
             match r {
-                1 => {
+                LineWait::Raised => {
                     self.hang = None;
                     match self.cycle() {
                         Ok(c) => self.profiler.last_irq = c,
@@ -451,7 +528,7 @@ impl KmdOs for RtlOs {
                     }
                     return Wait::Interrupt;
                 }
-                2 => {
+                LineWait::Stalled => {
                     let cycle = self.cycle().unwrap_or(0);
                     let why = format!(
                         "RTL: the memory bus stalled at cycle {cycle} (reads outstanding, no \
@@ -462,7 +539,7 @@ impl KmdOs for RtlOs {
                     self.hang = Some(why);
                     return Wait::TimedOut;
                 }
-                _ => {}
+                LineWait::Budget => {}
             }
             if deadline_ms.is_some_and(|d| self.now_ms() >= d) {
                 let cycle = self.cycle().unwrap_or(0);
@@ -473,7 +550,7 @@ impl KmdOs for RtlOs {
     }
 
     fn reset(&mut self) {
-        if let Err(e) = self.client.reset() {
+        if let Err(e) = self.hw.reset() {
             log::error!("rtl: reset failed: {e}");
         }
         self.profiler.producer = [0; 18];
@@ -497,8 +574,8 @@ impl HostedOs for RtlOs {
             .max()
             .unwrap_or(p.last_irq)
             .max(p.last_irq);
-        let (r, w) = self.beats().unwrap_or(p.beats_at_start);
-        let faults = self.client.read32(page::MEM_FAULTS).unwrap_or(0);
+        let (r, w) = self.hw.beats().unwrap_or(p.beats_at_start);
+        let faults = self.hw.mem_faults().unwrap_or(0);
         if faults > 0 {
             log::warn!("rtl: {faults} AXI access(es) outside device memory so far");
         }

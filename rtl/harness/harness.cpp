@@ -134,11 +134,17 @@ struct Ram {
     uint64_t size = 0;
     uint64_t faults = 0;
 
-    void open_file(const char *path, uint64_t ram_base) {
-        int fd = ::open(path, O_RDWR);
+    // `create_size`: make the file this long when it is shorter (0: it must exist).
+    void open_file(const char *path, uint64_t ram_base, uint64_t create_size) {
+        int fd = ::open(path, create_size ? O_RDWR | O_CREAT : O_RDWR, 0600);
         if (fd < 0) die("cannot open RAM file %s: %s", path, strerror(errno));
         struct stat st;
         if (fstat(fd, &st) != 0) die("cannot stat %s: %s", path, strerror(errno));
+        if ((uint64_t)st.st_size < create_size) {
+            if (ftruncate(fd, (off_t)create_size) != 0)
+                die("cannot size %s: %s", path, strerror(errno));
+            st.st_size = (off_t)create_size;
+        }
         if (st.st_size <= 0) die("RAM file %s is empty", path);
         size = (uint64_t)st.st_size;
         void *p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -654,11 +660,13 @@ struct Server {
 };
 
 void usage() {
-    fputs("usage: nvdla-rtl-harness --socket PATH --ram FILE [--ram-base ADDR] [--latency N]\n"
+    fputs("usage: nvdla-rtl-harness --socket PATH --ram FILE [--ram-base ADDR] [--ram-size N]\n"
+          "                         [--latency N]\n"
           "                         [--read-order fifo|interleave] [--clock-gating on|off]\n"
           "                         [--lockstep] [-v]...\n"
           "Serves the nv_small RTL over the bridge protocol on PATH (one connection), with\n"
-          "DRAM in FILE at device address ADDR (default 0x80000000).\n",
+          "DRAM in FILE at device address ADDR (default 0x80000000); --ram-size creates or\n"
+          "extends FILE to N bytes.\n",
           stderr);
 }
 
@@ -666,7 +674,7 @@ void usage() {
 
 int main(int argc, char **argv) {
     const char *socket_path = nullptr, *ram_path = nullptr;
-    uint64_t ram_base = 0x80000000ull;
+    uint64_t ram_base = 0x80000000ull, ram_size = 0;
     int latency = 32;
     bool lockstep = false, interleave = false, gating = false;
     for (int i = 1; i < argc; i++) {
@@ -681,6 +689,7 @@ int main(int argc, char **argv) {
         if (a == "--socket") socket_path = value();
         else if (a == "--ram") ram_path = value();
         else if (a == "--ram-base") ram_base = strtoull(value(), nullptr, 0);
+        else if (a == "--ram-size") ram_size = strtoull(value(), nullptr, 0);
         else if (a == "--latency") latency = atoi(value());
         else if (a == "--lockstep") lockstep = true;
         else if (a == "--clock-gating") {
@@ -710,7 +719,7 @@ int main(int argc, char **argv) {
     signal(SIGPIPE, SIG_IGN);
 
     Ram ram;
-    ram.open_file(ram_path, ram_base);
+    ram.open_file(ram_path, ram_base, ram_size);
     Verilated::commandArgs(argc, argv);
     Rtl rtl(&ram, gating);
     rtl.axi.latency = latency;

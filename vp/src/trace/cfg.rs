@@ -9,10 +9,10 @@
 //! `check_nothing(NAME)` (NAME must have happened).
 
 use super::{
-    crc::crc32, dat, fault_note, parse_u64, read_aux, Outcome, TraceError, MAX_TRACE_RANGE,
+    crc::crc32, dat, parse_u64, read_aux, Checks, Observed, Outcome, TraceError, TraceTarget,
+    MAX_TRACE_RANGE,
 };
 use crate::glb::IntrSource;
-use crate::vp::Vp;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
@@ -80,7 +80,12 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<Stmt>, TraceError> {
     Ok(out)
 }
 
-fn reg_addr(vp: &Vp, path: &Path, s: &Stmt, sym: &str) -> Result<u32, TraceError> {
+fn reg_addr<T: TraceTarget + ?Sized>(
+    vp: &T,
+    path: &Path,
+    s: &Stmt,
+    sym: &str,
+) -> Result<u32, TraceError> {
     let err = |m: String| TraceError::at(path, s.line, m);
     let rest = sym
         .strip_prefix("NVDLA_")
@@ -114,8 +119,20 @@ pub(crate) fn data_files(path: &Path) -> Vec<String> {
         .collect()
 }
 
-/// Runs a `.cfg` file.
-pub fn run(vp: &mut Vp, path: &Path) -> Result<Outcome, TraceError> {
+/// Runs a `.cfg` file on `vp` (the model, or any other [`TraceTarget`]); the first failed
+/// check ends the run.
+pub fn run<T: TraceTarget + ?Sized>(vp: &mut T, path: &Path) -> Result<Outcome, TraceError> {
+    run_checked(vp, path, &mut Checks::default())
+}
+
+/// Runs a `.cfg` file on `vp`, recording every `check_crc` in `checks` (and going on after
+/// a failed one with [`Checks::keep_going`]).
+pub fn run_checked<T: TraceTarget + ?Sized>(
+    vp: &mut T,
+    path: &Path,
+    checks: &mut Checks,
+) -> Result<Outcome, TraceError> {
+    let mut first_fail: Option<String> = None;
     let text = std::fs::read_to_string(path).map_err(|e| TraceError::at(path, 0, e.to_string()))?;
     let stmts = parse(path, &text)?;
     let mut happened: HashSet<String> = HashSet::new();
@@ -143,9 +160,7 @@ pub fn run(vp: &mut Vp, path: &Path) -> Result<Outcome, TraceError> {
                     p => return Err(err(format!("unsupported mem_init pattern `{p}`"))),
                 };
                 let size = usize::try_from(size).map_err(|_| err("size too large".into()))?;
-                vp.mem
-                    .host_write(addr, &vec![byte; size])
-                    .map_err(|e| err(e.to_string()))?;
+                vp.host_write(addr, &vec![byte; size]).map_err(err)?;
             }
             "mem_load" => {
                 let addr = num(1)?;
@@ -155,9 +170,7 @@ pub fn run(vp: &mut Vp, path: &Path) -> Result<Outcome, TraceError> {
                     let a = addr
                         .checked_add(c.offset)
                         .ok_or_else(|| err("address overflow".into()))?;
-                    vp.mem
-                        .host_write(a, &c.bytes)
-                        .map_err(|e| err(e.to_string()))?;
+                    vp.host_write(a, &c.bytes).map_err(err)?;
                 }
             }
             "reg_write" => {
@@ -168,13 +181,16 @@ pub fn run(vp: &mut Vp, path: &Path) -> Result<Outcome, TraceError> {
             "poll_reg_equal" | "reg_read_check" | "read_reg" => {
                 let a = reg_addr(vp, path, s, arg(0)?)?;
                 let want = num(1)?;
-                let got = u64::from(vp.csb_read(a));
+                let got = match u32::try_from(want) {
+                    Ok(w) => u64::from(vp.csb_poll(a, w)),
+                    Err(_) => u64::from(vp.csb_read(a)),
+                };
                 if got != want {
                     return Ok(Outcome::Fail(format!(
                         "{here}: {} {}: got {got:#x}, expected {want:#x}{}",
                         s.name,
                         arg(0)?,
-                        fault_note(vp)
+                        vp.fault_note()
                     )));
                 }
             }
@@ -194,11 +210,10 @@ pub fn run(vp: &mut Vp, path: &Path) -> Result<Outcome, TraceError> {
                 let src = IntrSource::from_trace_name(src_name)
                     .ok_or_else(|| err(format!("unknown interrupt source `{src_name}`")))?;
                 let seen = consumed.entry(src).or_insert(0);
-                let count = vp.events().iter().filter(|(s2, _)| *s2 == src).count();
-                if count <= *seen {
+                if !vp.wait_event(src, *seen) {
                     return Ok(Outcome::Fail(format!(
                         "{here}: interrupt {src_name} never raised{}",
-                        fault_note(vp)
+                        vp.fault_note()
                     )));
                 }
                 *seen += 1;
@@ -216,15 +231,18 @@ pub fn run(vp: &mut Vp, path: &Path) -> Result<Outcome, TraceError> {
                 }
                 let size = size as usize;
                 let mut buf = vec![0u8; size];
-                vp.mem
-                    .host_read(addr, &mut buf)
-                    .map_err(|e| err(e.to_string()))?;
-                let got = u64::from(crc32(&buf));
-                if got != want {
-                    return Ok(Outcome::Fail(format!(
+                vp.host_read(addr, &mut buf).map_err(err)?;
+                let crc = crc32(&buf);
+                let got = u64::from(crc);
+                let failure = (got != want).then(|| {
+                    format!(
                         "{here}: check_crc {addr:#x}+{size:#x}: got {got:#010x}, expected {want:#010x}{}",
-                        fault_note(vp)
-                    )));
+                        vp.fault_note()
+                    )
+                });
+                if let Some(o) = checks.record(s.line, Observed::Crc(crc), failure, &mut first_fail)
+                {
+                    return Ok(o);
                 }
             }
             "check_nothing" => {
@@ -236,14 +254,7 @@ pub fn run(vp: &mut Vp, path: &Path) -> Result<Outcome, TraceError> {
             other => return Err(err(format!("unknown command `{other}`"))),
         }
     }
-    vp.run_pending();
-    if let Some(f) = vp.fault() {
-        return Ok(Outcome::Fail(format!(
-            "engine fault: {}: {}",
-            f.block, f.error
-        )));
-    }
-    Ok(Outcome::Pass)
+    Ok(checks.finish(vp, first_fail))
 }
 
 #[cfg(test)]

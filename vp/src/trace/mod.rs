@@ -4,14 +4,21 @@
 //! Two formats exist: NVDLA v1 `input.txn` ([`txn`]) and NVDLA v2 `<test>.cfg`
 //! ([`mod@cfg`]). Both report a malformed trace as a [`TraceError`] naming file and line, and
 //! a model mismatch as a failed [`Outcome`].
+//!
+//! The players run on any [`TraceTarget`]: the model ([`run_test`]) or, through
+//! [`run_on`], another implementation such as NVIDIA's RTL (`nvdla-vp trace --device rtl`).
+//! A run can record what each check observed ([`Checks`]) so that two targets can be
+//! compared check by check.
 
 pub mod cfg;
 pub mod crc;
 pub mod dat;
+pub mod target;
 pub mod txn;
 
+pub use target::TraceTarget;
+
 use crate::config::HwConfig;
-use crate::regs::Block;
 use crate::vp::Vp;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -68,6 +75,92 @@ pub enum Outcome {
 pub struct Options {
     /// Print every register write.
     pub log_regs: bool,
+}
+
+/// What a check compared with the trace's golden value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Observed {
+    /// CRC-32 of a memory range (`.cfg` `check_crc`).
+    Crc(u32),
+    /// Contents of a memory range (`input.txn` `dump_mem`).
+    Bytes(Vec<u8>),
+}
+
+/// One check of a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckRecord {
+    /// 1-based line of the check in the trace file.
+    pub line: usize,
+    /// What the target produced.
+    pub observed: Observed,
+    /// Whether it equals the golden value.
+    pub matched: bool,
+}
+
+/// What the checks of a run observed, in trace order.
+///
+/// With [`Checks::keep_going`] a failed check does not end the run: every check is
+/// observed, and the outcome is the first failed check, reported at the end. Without it
+/// (the default, as [`run_test`]) the first failed check ends the run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Checks {
+    /// Go on after a failed check.
+    pub keep_going: bool,
+    /// Every check made, in order.
+    pub records: Vec<CheckRecord>,
+    /// Whether the run reached the end of the trace with no failure other than failed
+    /// checks (no missed interrupt, no register mismatch, no fault).
+    pub completed: bool,
+}
+
+impl Checks {
+    /// A recorder that goes on after failed checks ([`Checks::keep_going`]).
+    pub fn keep_going() -> Self {
+        Checks {
+            keep_going: true,
+            ..Checks::default()
+        }
+    }
+
+    /// Records a check; returns the outcome that ends the run now, if any (a failure
+    /// without [`Checks::keep_going`]). With it, the first failure is kept in `first` for
+    /// the end of the run.
+    pub(crate) fn record(
+        &mut self,
+        line: usize,
+        observed: Observed,
+        failure: Option<String>,
+        first: &mut Option<String>,
+    ) -> Option<Outcome> {
+        self.records.push(CheckRecord {
+            line,
+            observed,
+            matched: failure.is_none(),
+        });
+        let msg = failure?;
+        if !self.keep_going {
+            return Some(Outcome::Fail(msg));
+        }
+        first.get_or_insert(msg);
+        None
+    }
+
+    /// The outcome at the end of a trace: the first failed check kept, else the target's
+    /// fault, else a pass. Sets [`Checks::completed`].
+    pub(crate) fn finish<T: TraceTarget + ?Sized>(
+        &mut self,
+        t: &mut T,
+        first: Option<String>,
+    ) -> Outcome {
+        t.run_pending();
+        let fault = t.fault_message();
+        self.completed = fault.is_none();
+        match (first, fault) {
+            (Some(m), _) => Outcome::Fail(m),
+            (None, Some(f)) => Outcome::Fail(f),
+            (None, None) => Outcome::Pass,
+        }
+    }
 }
 
 /// Kind of a trace test.
@@ -194,29 +287,49 @@ pub fn missing_files(test: &TestCase) -> Vec<PathBuf> {
     out
 }
 
+/// [`Outcome::NotRunnable`] naming the data files of `test` that are missing
+/// ([`missing_files`]), if any.
+pub fn not_runnable(test: &TestCase) -> Option<Outcome> {
+    let missing = missing_files(test);
+    if missing.is_empty() {
+        return None;
+    }
+    let names: Vec<String> = missing
+        .iter()
+        .map(|p| {
+            p.file_name()
+                .map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into())
+        })
+        .collect();
+    Some(Outcome::NotRunnable(format!(
+        "missing data file{} {}",
+        if names.len() > 1 { "s" } else { "" },
+        names.join(", ")
+    )))
+}
+
 /// Runs one test on a fresh platform. A test whose data files are missing
 /// ([`missing_files`]) is [`Outcome::NotRunnable`] and does not run.
 pub fn run_test(test: &TestCase, cfg: HwConfig, opts: &Options) -> Result<Outcome, TraceError> {
-    let missing = missing_files(test);
-    if !missing.is_empty() {
-        let names: Vec<String> = missing
-            .iter()
-            .map(|p| {
-                p.file_name()
-                    .map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into())
-            })
-            .collect();
-        return Ok(Outcome::NotRunnable(format!(
-            "missing data file{} {}",
-            if names.len() > 1 { "s" } else { "" },
-            names.join(", ")
-        )));
+    if let Some(o) = not_runnable(test) {
+        return Ok(o);
     }
     let mut vp = Vp::new(cfg);
     vp.set_log_regs(opts.log_regs);
+    run_on(test, &mut vp, &mut Checks::default())
+}
+
+/// Runs one test on `target`, which should be fresh (at reset, memory cleared), and
+/// records its checks in `checks` (see [`Checks::keep_going`]). Does not look for missing
+/// data files first: see [`not_runnable`].
+pub fn run_on<T: TraceTarget + ?Sized>(
+    test: &TestCase,
+    target: &mut T,
+    checks: &mut Checks,
+) -> Result<Outcome, TraceError> {
     match &test.kind {
-        TestKind::Txn(p) => txn::run(&mut vp, p),
-        TestKind::Cfg(p) => cfg::run(&mut vp, p),
+        TestKind::Txn(p) => txn::run_checked(target, p, checks),
+        TestKind::Cfg(p) => cfg::run_checked(target, p, checks),
     }
 }
 
@@ -242,32 +355,4 @@ pub(crate) fn parse_u64(s: &str) -> Option<u64> {
         Some(h) => u64::from_str_radix(&h.replace('_', ""), 16).ok(),
         None => s.parse().ok(),
     }
-}
-
-/// Describes the platform's fault, if any, for a failure message.
-pub(crate) fn fault_note(vp: &mut Vp) -> String {
-    if let Some(f) = vp.fault() {
-        return format!(" (engine fault: {}: {})", f.block, f.error);
-    }
-    let pending = vp.pending_blocks();
-    if pending.is_empty() {
-        return String::new();
-    }
-    let names: Vec<&str> = pending.iter().map(|b| b.name()).collect();
-    let conv = pending.iter().any(|b| {
-        matches!(
-            b,
-            Block::Cdma | Block::Csc | Block::CmacA | Block::CmacB | Block::Cacc
-        )
-    });
-    format!(
-        " (enabled, not run: {}{})",
-        names.join(", "),
-        if conv {
-            "; a convolution layer runs when CDMA, CSC, CMAC_A, CMAC_B, CACC and a \
-             flying SDP group are all enabled"
-        } else {
-            ""
-        }
-    )
 }

@@ -7,8 +7,9 @@
 //! polls until the masked value matches; the model completes work synchronously, so one
 //! read decides.
 
-use super::{dat, fault_note, parse_u64, read_aux, Outcome, TraceError, MAX_TRACE_RANGE};
-use crate::vp::Vp;
+use super::{
+    dat, parse_u64, read_aux, Checks, Observed, Outcome, TraceError, TraceTarget, MAX_TRACE_RANGE,
+};
 use std::path::Path;
 
 fn num(path: &Path, line: usize, tok: Option<&str>, what: &str) -> Result<u64, TraceError> {
@@ -49,8 +50,20 @@ pub(crate) fn data_files(path: &Path) -> Vec<String> {
         .collect()
 }
 
-/// Runs an `input.txn` file.
-pub fn run(vp: &mut Vp, path: &Path) -> Result<Outcome, TraceError> {
+/// Runs an `input.txn` file on `vp` (the model, or any other [`TraceTarget`]); the first
+/// failed check ends the run.
+pub fn run<T: TraceTarget + ?Sized>(vp: &mut T, path: &Path) -> Result<Outcome, TraceError> {
+    run_checked(vp, path, &mut Checks::default())
+}
+
+/// Runs an `input.txn` file on `vp`, recording every `dump_mem` in `checks` (and going on
+/// after a failed one with [`Checks::keep_going`]).
+pub fn run_checked<T: TraceTarget + ?Sized>(
+    vp: &mut T,
+    path: &Path,
+    checks: &mut Checks,
+) -> Result<Outcome, TraceError> {
+    let mut first_fail: Option<String> = None;
     let text = std::fs::read_to_string(path).map_err(|e| TraceError::at(path, 0, e.to_string()))?;
     let mut waited = 0usize;
     for (i, raw) in text.lines().enumerate() {
@@ -77,8 +90,8 @@ pub fn run(vp: &mut Vp, path: &Path) -> Result<Outcome, TraceError> {
                     TraceError::at(&fp, 0, "records reach past the supported range")
                 })?;
                 bytes.truncate(usize::try_from(size).unwrap_or(usize::MAX));
-                if let Err(e) = vp.mem.host_write(addr, &bytes) {
-                    return Err(TraceError::at(path, ln, e.to_string()));
+                if let Err(e) = vp.host_write(addr, &bytes) {
+                    return Err(TraceError::at(path, ln, e));
                 }
             }
             "write_reg" => {
@@ -110,7 +123,7 @@ pub fn run(vp: &mut Vp, path: &Path) -> Result<Outcome, TraceError> {
                     return Ok(Outcome::Fail(format!(
                         "{}: read_reg {a:#x}: got {got:#010x}, expected {exp:#010x} under mask {mask:#010x}{}",
                         here(),
-                        fault_note(vp)
+                        vp.fault_note()
                     )));
                 }
             }
@@ -120,13 +133,13 @@ pub fn run(vp: &mut Vp, path: &Path) -> Result<Outcome, TraceError> {
                 // a pending line (software-set status). Waiting on the line lets the
                 // next deferred interrupt arrive.
                 let line = vp.irq_pending();
-                if vp.events().len() > waited {
+                if vp.event_count(None) > waited {
                     waited += 1;
                 } else if !line {
                     return Ok(Outcome::Fail(format!(
                         "{}: wait: no interrupt will arrive{}",
                         here(),
-                        fault_note(vp)
+                        vp.fault_note()
                     )));
                 }
             }
@@ -158,19 +171,22 @@ pub fn run(vp: &mut Vp, path: &Path) -> Result<Outcome, TraceError> {
                     ));
                 }
                 let mut got = vec![0u8; size as usize];
-                if let Err(e) = vp.mem.host_read(addr, &mut got) {
-                    return Err(TraceError::at(path, ln, e.to_string()));
+                if let Err(e) = vp.host_read(addr, &mut got) {
+                    return Err(TraceError::at(path, ln, e));
                 }
-                if let Some(pos) = got.iter().zip(&golden).position(|(a, b)| a != b) {
+                let failure = got.iter().zip(&golden).position(|(a, b)| a != b).map(|pos| {
                     let diffs = got.iter().zip(&golden).filter(|(a, b)| a != b).count();
-                    return Ok(Outcome::Fail(format!(
+                    format!(
                         "{}: dump_mem {file}: {diffs} bytes differ, first at {:#x} (got {:#04x}, expected {:#04x}){}",
                         here(),
                         addr + pos as u64,
                         got[pos],
                         golden[pos],
-                        fault_note(vp)
-                    )));
+                        vp.fault_note()
+                    )
+                });
+                if let Some(o) = checks.record(ln, Observed::Bytes(got), failure, &mut first_fail) {
+                    return Ok(o);
                 }
             }
             other => {
@@ -182,12 +198,5 @@ pub fn run(vp: &mut Vp, path: &Path) -> Result<Outcome, TraceError> {
             }
         }
     }
-    vp.run_pending();
-    if let Some(f) = vp.fault() {
-        return Ok(Outcome::Fail(format!(
-            "engine fault: {}: {}",
-            f.block, f.error
-        )));
-    }
-    Ok(Outcome::Pass)
+    Ok(checks.finish(vp, first_fail))
 }
