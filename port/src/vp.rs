@@ -176,6 +176,8 @@ pub struct VpOs {
     hang: Option<String>,
     /// The events of a recorded run, while recording.
     record: Option<Vec<Recorded>>,
+    /// Hazards already reported (the model keeps them all).
+    hazards_reported: usize,
 }
 
 impl VpOs {
@@ -187,6 +189,7 @@ impl VpOs {
             clock: Instant::now(),
             hang: None,
             record: None,
+            hazards_reported: 0,
         }
     }
 
@@ -257,7 +260,21 @@ impl KmdOs for VpOs {
     fn wait_for_interrupt(&mut self, _deadline_ms: Option<u64>) -> Wait {
         // Observing the line lets the model run every enabled layer whose inputs are
         // ready; if it is still low, nothing enabled can ever complete.
-        if self.vp.irq_pending() {
+        let line = self.vp.irq_pending();
+        // Two operations that silicon would overlap touched the same memory: on a board
+        // (or the RTL) the result would depend on timing. The model's own result is
+        // right, but the network is not: fail it (docs/rtl.md, "The hazard check").
+        if let Some(h) = self.vp.hazards().get(self.hazards_reported) {
+            self.hazards_reported = self.vp.hazards().len();
+            let detail = h.to_string();
+            log::error!("vp: {detail}");
+            self.hang = None;
+            return Wait::Fault(HwFault {
+                kind: HwFaultKind::Other,
+                detail,
+            });
+        }
+        if line {
             self.hang = None;
             self.note(Recorded::Interrupt);
             return Wait::Interrupt;
@@ -292,6 +309,7 @@ impl KmdOs for VpOs {
         let mem = std::mem::replace(&mut self.vp.mem, Vp::new(self.config.model()).mem);
         self.vp = Vp::new(self.config.model());
         self.vp.mem = mem;
+        self.hazards_reported = 0;
     }
 }
 

@@ -24,6 +24,7 @@ pub mod config;
 pub mod engines;
 pub mod fp;
 pub mod glb;
+pub mod hazard;
 pub mod mem;
 pub mod regs;
 pub mod trace;

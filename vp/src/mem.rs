@@ -193,12 +193,65 @@ pub const CVSRAM_WINDOW: Window = Window {
     size: 0x1000_0000,
 };
 
+/// One DMA access range (for the hazard check, [`crate::hazard`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Access {
+    /// The memory.
+    pub ram: RamType,
+    /// First byte.
+    pub start: u64,
+    /// One past the last byte.
+    pub end: u64,
+    /// A write (else a read).
+    pub write: bool,
+}
+
+/// The engines' DMA accesses while recording ([`Memory::start_log`]), merged into ranges.
+#[derive(Debug, Default)]
+struct AccessLog(std::sync::Mutex<Option<Vec<Access>>>);
+
+impl Clone for AccessLog {
+    /// A copy of the memory does not record.
+    fn clone(&self) -> Self {
+        Self::default()
+    }
+}
+
+impl AccessLog {
+    fn note(&self, ram: RamType, addr: u64, len: u64, write: bool) {
+        if len == 0 {
+            return;
+        }
+        let Ok(mut g) = self.0.lock() else { return };
+        let Some(v) = g.as_mut() else { return };
+        let end = addr.saturating_add(len);
+        // Engines read and write line after line: extend the last range when they touch.
+        if let Some(last) = v
+            .iter_mut()
+            .rev()
+            .take(4)
+            .find(|a| a.ram == ram && a.write == write && a.start <= end && addr <= a.end)
+        {
+            last.start = last.start.min(addr);
+            last.end = last.end.max(end);
+            return;
+        }
+        v.push(Access {
+            ram,
+            start: addr,
+            end,
+            write,
+        });
+    }
+}
+
 /// DRAM and (optionally) CVSRAM of one platform.
 #[derive(Debug, Clone)]
 pub struct Memory {
     dram: Dram,
     dram_window: Window,
     sram: Option<(Window, SparseMem)>,
+    log: AccessLog,
 }
 
 impl Memory {
@@ -213,6 +266,7 @@ impl Memory {
             dram: Dram::Sparse(SparseMem::new()),
             dram_window: Window { base: 0, size },
             sram: has_sram.then(|| (CVSRAM_WINDOW, SparseMem::new())),
+            log: AccessLog::default(),
         }
     }
 
@@ -234,6 +288,7 @@ impl Memory {
             }),
             dram_window: Window { base, size },
             sram: has_sram.then(|| (CVSRAM_WINDOW, SparseMem::new())),
+            log: AccessLog::default(),
         })
     }
 
@@ -274,8 +329,31 @@ impl Memory {
         self.check_range(ram, addr, len)
     }
 
+    /// Starts recording the DMA accesses ([`Memory::read`], [`Memory::write`]; the host's
+    /// are not DMA).
+    pub fn start_log(&self) {
+        if let Ok(mut g) = self.log.0.lock() {
+            *g = Some(Vec::new());
+        }
+    }
+
+    /// Stops recording and returns the accesses since [`Memory::start_log`].
+    pub fn take_log(&self) -> Vec<Access> {
+        self.log
+            .0
+            .lock()
+            .ok()
+            .and_then(|mut g| g.take())
+            .unwrap_or_default()
+    }
+
     /// DMA read.
     pub fn read(&self, ram: RamType, addr: u64, buf: &mut [u8]) -> Result<(), MemError> {
+        self.log.note(ram, addr, buf.len() as u64, false);
+        self.raw_read(ram, addr, buf)
+    }
+
+    fn raw_read(&self, ram: RamType, addr: u64, buf: &mut [u8]) -> Result<(), MemError> {
         self.check_range(ram, addr, buf.len() as u64)?;
         match (ram, &self.dram, &self.sram) {
             (RamType::Dram, Dram::Sparse(m), _) => m.read(addr, buf),
@@ -288,6 +366,11 @@ impl Memory {
 
     /// DMA write.
     pub fn write(&mut self, ram: RamType, addr: u64, data: &[u8]) -> Result<(), MemError> {
+        self.log.note(ram, addr, data.len() as u64, true);
+        self.raw_write(ram, addr, data)
+    }
+
+    fn raw_write(&mut self, ram: RamType, addr: u64, data: &[u8]) -> Result<(), MemError> {
         self.check_range(ram, addr, data.len() as u64)?;
         match (ram, &mut self.dram, &mut self.sram) {
             (RamType::Dram, Dram::Sparse(m), _) => m.write(addr, data),
@@ -316,12 +399,12 @@ impl Memory {
 
     /// Host write by address (see [`Memory::host_ram`]).
     pub fn host_write(&mut self, addr: u64, data: &[u8]) -> Result<(), MemError> {
-        self.write(self.host_ram(addr), addr, data)
+        self.raw_write(self.host_ram(addr), addr, data)
     }
 
     /// Host read by address (see [`Memory::host_ram`]).
     pub fn host_read(&self, addr: u64, buf: &mut [u8]) -> Result<(), MemError> {
-        self.read(self.host_ram(addr), addr, buf)
+        self.raw_read(self.host_ram(addr), addr, buf)
     }
 }
 

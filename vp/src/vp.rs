@@ -63,6 +63,8 @@ pub struct Vp {
     deferred: std::collections::VecDeque<(IntrSource, usize)>,
     /// Injected hang (see [`Vp::hang`]): engines stop until reset.
     hung: bool,
+    /// Operations silicon would overlap that touch the same memory ([`crate::hazard`]).
+    hazard: crate::hazard::HazardCheck,
 }
 
 /// A resolved CSB address.
@@ -176,6 +178,7 @@ impl Vp {
             flush_polled: false,
             deferred: Default::default(),
             hung: false,
+            hazard: Default::default(),
         }
     }
 
@@ -295,8 +298,16 @@ impl Vp {
         Some(f.def().base + r.offset())
     }
 
+    /// Hazards found since reset: operations that silicon would run side by side (one
+    /// enabled before software saw the other done) and that touch the same memory, one
+    /// of them writing it ([`crate::hazard`]).
+    pub fn hazards(&self) -> &[crate::hazard::Hazard] {
+        self.hazard.hazards()
+    }
+
     /// 32-bit CSB read.
     pub fn csb_read(&mut self, addr: u32) -> u32 {
+        self.hazard.tick();
         let Some(t) = self.resolve(addr) else {
             log::warn!("CSB read of unmapped address {addr:#x}");
             return 0;
@@ -309,7 +320,9 @@ impl Vp {
             ids::glb::S_INTR_STATUS => {
                 // Polling the status lets time pass.
                 self.run_pending();
-                return self.glb.status() & reg.rmask;
+                let status = self.glb.status() & reg.rmask;
+                self.hazard.status_read(status);
+                return status;
             }
             ids::glb::S_INTR_MASK => return self.glb.mask() & reg.rmask,
             // The convolution buffer is flushed after reset. v2 reports FLUSH_DONE at
@@ -340,6 +353,7 @@ impl Vp {
 
     /// 32-bit CSB write.
     pub fn csb_write(&mut self, addr: u32, value: u32) {
+        self.hazard.tick();
         let Some(t) = self.resolve(addr) else {
             log::warn!("CSB write of unmapped address {addr:#x} = {value:#x}");
             return;
@@ -379,6 +393,10 @@ impl Vp {
         };
         f.write(t.offset, value);
         let op_enable = f.op_enable();
+        if op_enable == Some(id) && value & 1 == 1 {
+            let group = f.producer;
+            self.hazard.enabled(t.block, group);
+        }
         match id {
             ids::bdma::CFG_OP if value & 1 == 1 => {
                 let f = &self.files[&Block::Bdma];
@@ -387,8 +405,14 @@ impl Vp {
                     log::warn!("BDMA: operation queue full, CFG_OP dropped");
                 }
             }
-            ids::bdma::CFG_LAUNCH0 if value & 1 == 1 => self.bdma_launch(0),
-            ids::bdma::CFG_LAUNCH1 if value & 1 == 1 => self.bdma_launch(1),
+            ids::bdma::CFG_LAUNCH0 | ids::bdma::CFG_LAUNCH1 if value & 1 == 1 => {
+                let group = usize::from(id == ids::bdma::CFG_LAUNCH1);
+                self.hazard.enabled(Block::Bdma, group);
+                self.observed(Block::Bdma, group, |vp| {
+                    vp.bdma_launch(group);
+                    vp.fault.is_none()
+                });
+            }
             _ if op_enable == Some(id) && value & 1 == 1 => self.pending = true,
             _ => {}
         }
@@ -502,25 +526,64 @@ impl Vp {
         }
         loop {
             let mut progressed = false;
-            if self.enabled(Block::Sdp) && self.try_sdp() {
+            if self.enabled(Block::Sdp) && self.observed_consumer(Block::Sdp, Self::try_sdp) {
                 progressed = true;
             }
-            if self.enabled(Block::Pdp) && self.try_pdp() {
+            if self.enabled(Block::Pdp) && self.observed_consumer(Block::Pdp, Self::try_pdp) {
                 progressed = true;
             }
-            if self.enabled(Block::Cdp) && self.try_cdp() {
+            if self.enabled(Block::Cdp) && self.observed_consumer(Block::Cdp, Self::try_cdp) {
                 progressed = true;
             }
-            if self.enabled(Block::Rubik) && self.try_rubik() {
+            if self.enabled(Block::Rubik) && self.observed_consumer(Block::Rubik, Self::try_rubik) {
                 progressed = true;
             }
-            if self.enabled(Block::Cacc) && self.try_conv() {
+            if self.enabled(Block::Cacc) && self.observed_consumer(Block::Cdma, Self::try_conv) {
                 progressed = true;
             }
             if !progressed || self.fault.is_some() {
                 break;
             }
         }
+    }
+
+    /// Runs `run` (an engine's operation, started by `trigger`'s consumer group) and
+    /// records what it touched for the hazard check.
+    fn observed_consumer(&mut self, trigger: Block, run: fn(&mut Self) -> bool) -> bool {
+        let group = self.files.get(&trigger).map_or(0, |f| f.consumer);
+        self.observed(trigger, group, run)
+    }
+
+    fn observed(
+        &mut self,
+        trigger: Block,
+        group: usize,
+        run: impl FnOnce(&mut Self) -> bool,
+    ) -> bool {
+        let enabled = self.hazard.enable_time(trigger, group);
+        let before = self.events.len();
+        self.mem.start_log();
+        let ran = run(self);
+        let log = self.mem.take_log();
+        if ran && self.events.len() > before {
+            let dones = self.events[before..].to_vec();
+            let mut engines = vec![trigger];
+            for (src, _) in &dones {
+                let b = match src {
+                    IntrSource::Sdp => Block::Sdp,
+                    IntrSource::Cdp => Block::Cdp,
+                    IntrSource::Pdp => Block::Pdp,
+                    IntrSource::Bdma => Block::Bdma,
+                    IntrSource::Rubik => Block::Rubik,
+                    IntrSource::CdmaDat | IntrSource::CdmaWt | IntrSource::Cacc => Block::Cdma,
+                };
+                if !engines.contains(&b) {
+                    engines.push(b);
+                }
+            }
+            self.hazard.ran(engines, enabled, dones, log);
+        }
+        ran
     }
 
     fn try_sdp(&mut self) -> bool {
