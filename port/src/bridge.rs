@@ -229,6 +229,8 @@ mod tests {
             ] {
                 host.write_all(&m.encode()).unwrap();
             }
+            // The next request is answered with a message of the wrong kind.
+            host.read_exact(&mut b).unwrap();
             host.write_all(
                 &Msg {
                     kind: RESET_DONE,

@@ -76,17 +76,41 @@ impl RtlLaunch {
         }
     }
 
-    /// The harness named by `NVDLA_RTL_HARNESS` (see [`RtlLaunch::new`]).
+    /// The harness named by `NVDLA_RTL_HARNESS`, else the newest one `scripts/build-rtl`
+    /// left in its cache (`$NVDLA_CACHE` or `~/.cache/nvdla-rs`, `rtl/nv_small-*/`); see
+    /// [`RtlLaunch::new`].
     pub fn from_env() -> io::Result<Self> {
-        match std::env::var_os("NVDLA_RTL_HARNESS") {
-            Some(p) if !p.is_empty() => Ok(Self::new(PathBuf::from(p))),
-            _ => Err(io::Error::new(
-                io::ErrorKind::NotFound,
-                "no RTL harness: build it with scripts/build-rtl and set NVDLA_RTL_HARNESS to \
-                 the path it prints (or use --device rtl:PATH)",
-            )),
+        if let Some(p) = std::env::var_os("NVDLA_RTL_HARNESS").filter(|p| !p.is_empty()) {
+            return Ok(Self::new(PathBuf::from(p)));
         }
+        cached_harness().map(Self::new).ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::NotFound,
+                "no RTL harness: build it with scripts/build-rtl (it prints the path; set \
+                 NVDLA_RTL_HARNESS to it, or use --device rtl:PATH)",
+            )
+        })
     }
+}
+
+/// The newest harness in `scripts/build-rtl`'s cache.
+fn cached_harness() -> Option<PathBuf> {
+    let cache = std::env::var_os("NVDLA_CACHE")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("XDG_CACHE_HOME")
+                .map(|c| PathBuf::from(c).join("nvdla-rs"))
+                .or_else(|| {
+                    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/nvdla-rs"))
+                })
+        })?;
+    std::fs::read_dir(cache.join("rtl"))
+        .ok()?
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with("nv_small-"))
+        .map(|e| e.path().join("nvdla-rtl-harness"))
+        .filter(|p| p.is_file())
+        .max_by_key(|p| p.metadata().and_then(|m| m.modified()).ok())
 }
 
 /// The engines whose done interrupts end an operation, by the unit whose `D_OP_ENABLE`

@@ -65,6 +65,9 @@ pub struct Vp {
     hung: bool,
     /// Operations silicon would overlap that touch the same memory ([`crate::hazard`]).
     hazard: crate::hazard::HazardCheck,
+    /// A convolution's own DMA (CDMA's reads), split from its flying SDP's for the check:
+    /// the two end at different done interrupts.
+    conv_log: Option<Vec<crate::mem::Access>>,
 }
 
 /// A resolved CSB address.
@@ -179,6 +182,7 @@ impl Vp {
             deferred: Default::default(),
             hung: false,
             hazard: Default::default(),
+            conv_log: None,
         }
     }
 
@@ -565,23 +569,48 @@ impl Vp {
         self.mem.start_log();
         let ran = run(self);
         let log = self.mem.take_log();
-        if ran && self.events.len() > before {
-            let dones = self.events[before..].to_vec();
-            let mut engines = vec![trigger];
-            for (src, _) in &dones {
-                let b = match src {
-                    IntrSource::Sdp => Block::Sdp,
-                    IntrSource::Cdp => Block::Cdp,
-                    IntrSource::Pdp => Block::Pdp,
-                    IntrSource::Bdma => Block::Bdma,
-                    IntrSource::Rubik => Block::Rubik,
-                    IntrSource::CdmaDat | IntrSource::CdmaWt | IntrSource::Cacc => Block::Cdma,
-                };
-                if !engines.contains(&b) {
-                    engines.push(b);
+        let conv_log = self.conv_log.take();
+        if !ran || self.events.len() == before {
+            return ran;
+        }
+        let engine_of = |src: IntrSource| match src {
+            IntrSource::Sdp => Block::Sdp,
+            IntrSource::Cdp => Block::Cdp,
+            IntrSource::Pdp => Block::Pdp,
+            IntrSource::Bdma => Block::Bdma,
+            IntrSource::Rubik => Block::Rubik,
+            IntrSource::CdmaDat | IntrSource::CdmaWt | IntrSource::Cacc => Block::Cdma,
+        };
+        let engines = |dones: &[(IntrSource, usize)]| {
+            let mut v: Vec<Block> = Vec::new();
+            for (src, _) in dones {
+                let b = engine_of(*src);
+                if !v.contains(&b) {
+                    v.push(b);
                 }
             }
-            self.hazard.ran(engines, enabled, dones, log);
+            v
+        };
+        let dones = self.events[before..].to_vec();
+        match conv_log {
+            // A convolution: CDMA's part, then its flying SDP's (and PDP's).
+            Some(conv_log) => {
+                let (conv, rest): (Vec<_>, Vec<_>) = dones
+                    .into_iter()
+                    .partition(|(src, _)| engine_of(*src) == Block::Cdma);
+                self.hazard.ran(vec![Block::Cdma], enabled, conv, conv_log);
+                if !rest.is_empty() {
+                    let e = engines(&rest);
+                    self.hazard.ran(e, enabled, rest, log);
+                }
+            }
+            None => {
+                let mut e = engines(&dones);
+                if !e.contains(&trigger) {
+                    e.insert(0, trigger);
+                }
+                self.hazard.ran(e, enabled, dones, log);
+            }
         }
         ran
     }
@@ -756,6 +785,9 @@ impl Vp {
             }
         });
         let out = layer.and_then(|l| conv::run(&self.cfg, &l, &mut self.cbuf, &self.mem));
+        // CDMA's reads end with its done interrupts; what the SDP does is its own.
+        self.conv_log = Some(self.mem.take_log());
+        self.mem.start_log();
         let out = match out {
             Ok(o) => o,
             Err(e) => {
