@@ -555,9 +555,9 @@ impl KmdOs for RtlOs {
                 LineWait::Stalled => {
                     let cycle = self.cycle().unwrap_or(0);
                     let why = format!(
-                        "RTL: the memory bus stalled at cycle {cycle} (reads outstanding, no \
-                         AXI handshake for {STALL_LIMIT} cycles; the harness's log has the \
-                         state)"
+                        "RTL: hung at cycle {cycle} (no AXI handshake for {STALL_LIMIT} cycles \
+                         with reads outstanding, or no activity at all for 16 times as long; \
+                         the harness's log has the state)"
                     );
                     log::error!("{why}");
                     self.hang = Some(why);

@@ -122,7 +122,8 @@ enum : uint64_t {
     PAGE_WRITE_BEATS = 0x24,   // RO AXI write beats (low 32 bits)
     PAGE_IDLE_CYCLES = 0x28,   // RO cycles since the last AXI or CSB handshake
     PAGE_STALL_LIMIT = 0x2c,   // RW a WAIT returns 2 after this many cycles without AXI traffic
-                               //    while reads are outstanding (default 1 << 20)
+                               //    while reads are outstanding, or 16 times as many with no
+                               //    activity at all (default 1 << 20)
 };
 constexpr uint32_t PAGE_MAGIC_VALUE = 0x5452564e;
 
@@ -547,6 +548,16 @@ struct Server {
                         "nvdla-rtl: (%" PRIu64 ") bus stalled: no AXI handshake for %" PRIu64
                         " cycles with reads outstanding\n",
                         rtl->cycle, rtl->cycle - rtl->axi.last_activity);
+                rtl->axi.report();
+                return 2;
+            }
+            // Idle for long with the line low: whatever is enabled waits for something
+            // that will not come (no operation runs this long without touching memory).
+            if (rtl->idle_cycles() > (uint64_t)stall_limit * 16) {
+                fprintf(stderr,
+                        "nvdla-rtl: (%" PRIu64 ") hung: no AXI or CSB activity for %" PRIu64
+                        " cycles and no interrupt\n",
+                        rtl->cycle, rtl->idle_cycles());
                 rtl->axi.report();
                 return 2;
             }
