@@ -706,8 +706,15 @@ impl Ctx<'_> {
                     let (dst, io) = self.cube(x.dst);
                     cube_reloc(&mut relocs, io, j, 32);
                     let size = |k: u32| (k - 1) as u8;
+                    let strips = pdp_strips(t, x, p.surface(x.src).w, p.surface(x.dst).w)?;
                     let desc = dla::PdpOpDesc {
-                        split_num: 1,
+                        split_num: strips.count,
+                        partial_in_width_first: strips.input[0],
+                        partial_in_width_mid: strips.input[1],
+                        partial_in_width_last: strips.input[2],
+                        partial_width_first: strips.output[0],
+                        partial_width_mid: strips.output[1],
+                        partial_width_last: strips.output[2],
                         pool_mode: if x.max {
                             dla::PoolMode::Max.raw()
                         } else {
@@ -1179,6 +1186,68 @@ fn sdp_operands(s: &SdpOp) -> Vec<SurfId> {
         .collect()
 }
 
+/// A pooling in vertical strips: how many, and the input and output widths of the first,
+/// the middle ones and the last (`dla_pdp_op_desc`'s split fields; 0 for strips that do
+/// not exist).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PdpStrips {
+    pub count: u8,
+    pub input: [u16; 3],
+    pub output: [u16; 3],
+}
+
+/// The strips pooling `x` (input `in_w`, output `out_w` wide) needs on `t`: one while the
+/// output line fits the PDP's line banks (`nvdla_hw::Config::pdp_line_pixels`), else strips
+/// of that many outputs. The input strips partition the input columns without overlap,
+/// each ending at the last column its last output reads (NVIDIA's
+/// `pdp_16x6x16_4x2_split_max_int8_0` trace: inputs 2, 12, 2 for outputs 1, 6, 2); the PDP
+/// keeps the window's overlap itself. An unsplit pooling wider than the banks never
+/// finishes on NVIDIA's nv_small RTL (docs/rtl.md, "Wide pooling").
+pub(crate) fn pdp_strips(t: &Target, x: &PdpOp, in_w: u32, out_w: u32) -> Result<PdpStrips> {
+    let single = PdpStrips {
+        count: 1,
+        input: [0; 3],
+        output: [0; 3],
+    };
+    let lines = nvdla_hw::Config::pdp_buffered_lines(x.kernel[0], x.stride[0]);
+    let Some(cap) = t.hw.pdp_line_pixels(lines, t.bpe()) else {
+        return Ok(single);
+    };
+    if out_w <= cap {
+        return Ok(single);
+    }
+    let n = out_w.div_ceil(cap);
+    let last_out = out_w - cap * (n - 1);
+    // The last input column output `o` reads.
+    let end = |o: u32| -> i64 {
+        (i64::from(o) * i64::from(x.stride[1]) - i64::from(x.pad[1]) + i64::from(x.kernel[1]) - 1)
+            .min(i64::from(in_w) - 1)
+    };
+    let first_in = end(cap - 1) + 1;
+    let mut mids = (1..n - 1).map(|k| end((k + 1) * cap - 1) - end(k * cap - 1));
+    let mid_in = mids.next().unwrap_or(0);
+    let last_in = end(out_w - 1) - end(cap * (n - 1) - 1);
+    let uniform = mids.all(|m| m == mid_in);
+    let fits = |v: i64| (1..=i64::from(u16::MAX)).contains(&v);
+    if n > 64 || !uniform || !fits(first_in) || !fits(last_in) || (n > 2 && !fits(mid_in)) {
+        return Err(CompileError::Network(format!(
+            "a {}x{} pooling with {out_w} outputs per line needs {n} strips of {cap} outputs, \
+             which the PDP's strip registers cannot describe",
+            x.kernel[0], x.kernel[1]
+        )));
+    }
+    let w = |v: i64| v as u16;
+    Ok(PdpStrips {
+        count: n as u8,
+        input: [w(first_in), if n > 2 { w(mid_in) } else { 0 }, w(last_in)],
+        output: [
+            cap as u16,
+            if n > 2 { cap as u16 } else { 0 },
+            last_out as u16,
+        ],
+    })
+}
+
 /// The weight bytes a direct convolution's CDMA fetches and its CSC consumes (the cube size
 /// the firmware writes to CDMA and CSC `D_WEIGHT_BYTES`): the packed kernels rounded up to
 /// a whole CBUF entry, not the blob's 128-byte padding. CDMA_WT writes every fetched entry
@@ -1207,5 +1276,42 @@ mod tests {
         // nv_full: 128-byte entries.
         assert_eq!(conv_weight_bytes(&full, 8, 4), 128);
         assert_eq!(conv_weight_bytes(&full, 32, 27), 896);
+    }
+
+    fn pool(kernel: u32, stride: u32, pad: u32) -> PdpOp {
+        PdpOp {
+            src: SurfId(0),
+            dst: SurfId(1),
+            max: false,
+            kernel: [kernel; 2],
+            stride: [stride; 2],
+            pad: [pad; 4],
+            pad_value: 0,
+        }
+    }
+
+    #[test]
+    fn wide_poolings_go_in_strips_that_partition_the_input() {
+        let small = Target::new(&nvdla_hw::NV_SMALL, Precision::Int8).unwrap();
+        let full = Target::new(&nvdla_hw::NV_FULL, Precision::Int8).unwrap();
+        // 3x3 stride 1 buffers 3 lines: 32 outputs per line fit (they ran on the RTL).
+        let one = pdp_strips(&small, &pool(3, 1, 0), 32, 30).unwrap();
+        assert_eq!(one.count, 1);
+        // 56 wide (54 outputs, seed 95's hang): 32 + 22 outputs, inputs 34 + 22.
+        let two = pdp_strips(&small, &pool(3, 1, 0), 56, 54).unwrap();
+        assert_eq!(
+            (two.count, two.output, two.input),
+            (2, [32, 0, 22], [34, 0, 22])
+        );
+        // Stride 2, padding 1: 2 lines buffered, 64 outputs per line; 300 outputs.
+        let five = pdp_strips(&small, &pool(3, 2, 1), 600, 300).unwrap();
+        assert_eq!(five.count, 5);
+        assert_eq!(five.output, [64, 64, 44]);
+        assert_eq!(five.input, [128, 128, 88]);
+        let total =
+            u32::from(five.input[0]) + 3 * u32::from(five.input[1]) + u32::from(five.input[2]);
+        assert_eq!(total, 600);
+        // Builds whose PDP geometry is not known from an RTL keep one strip.
+        assert_eq!(pdp_strips(&full, &pool(3, 1, 0), 56, 54).unwrap().count, 1);
     }
 }

@@ -342,6 +342,58 @@ impl Config {
         self.cbuf_banks as u64 * self.cbuf_bank_width as u64 * self.cbuf_bank_depth as u64
     }
 
+    /// Pooling output lines the PDP holds at once for a window `kernel_h` high moved
+    /// `stride_h` lines at a time (`buffer_lines_num` of `NV_NVDLA_PDP_CORE_cal2d.v`): one
+    /// when the stride is at least the window; for stride 1 the window height, for 2 half
+    /// of it rounded up, for 3 two (three above 6), for more two.
+    pub const fn pdp_buffered_lines(kernel_h: u32, stride_h: u32) -> u32 {
+        if stride_h >= kernel_h {
+            1
+        } else {
+            match stride_h {
+                1 => kernel_h,
+                2 => kernel_h.div_ceil(2),
+                3 => {
+                    if kernel_h <= 6 {
+                        2
+                    } else {
+                        3
+                    }
+                }
+                _ => 2,
+            }
+        }
+    }
+
+    /// Output pixels one pooling line may hold in the PDP's line banks when `lines` lines
+    /// are buffered, for elements of `bytes` bytes; wider poolings go in vertical strips
+    /// (`SPLIT_NUM`, partial widths). Known from NVIDIA's nv_small RTL
+    /// (`NV_NVDLA_PDP_CORE_cal2d.v`, PDP throughput 1): 8 banks of 128 entries of one
+    /// element each, merged 8, 4, 2 or 1 per line for 1, 2, 3-4 or 5-8 lines (docs/rtl.md,
+    /// "Wide pooling"). `None` for the other builds (wider PDPs or atoms: their RTL is not
+    /// at hand to read).
+    pub const fn pdp_line_pixels(&self, lines: u32, bytes: u32) -> Option<u32> {
+        if self.throughput.pdp != 1
+            || self.memory_atomic != 8
+            || lines == 0
+            || lines > 8
+            || bytes == 0
+        {
+            return None;
+        }
+        let merge = match lines {
+            1 => 8,
+            2 => 4,
+            3 | 4 => 2,
+            _ => 1,
+        };
+        let elements_per_atom = self.memory_atomic / bytes;
+        if elements_per_atom == 0 {
+            return None;
+        }
+        Some(128 / elements_per_atom * merge)
+    }
+
     /// Whether the datapath takes feature data of precision `p` (weights have the same
     /// precision as feature data in every published build).
     pub const fn supports(&self, p: Precision) -> bool {

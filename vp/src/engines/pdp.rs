@@ -288,6 +288,19 @@ pub fn run(
             p.kernel.0, p.kernel.1
         )));
     }
+    // One strip wider than the line banks hold never finishes on silicon (NVIDIA's
+    // nv_small RTL; docs/rtl.md, "Wide pooling"): refuse it, on the builds whose banks are
+    // known.
+    let strips = mode.read(PDP_OPERATION_MODE::SPLIT_NUM) + 1;
+    let lines = nvdla_hw::Config::pdp_buffered_lines(p.kernel.1 as u32, p.stride.1 as u32);
+    if let Some(cap) = cfg.hw.pdp_line_pixels(lines, prec.bytes()) {
+        if strips == 1 && ow > cap as usize {
+            return Err(bad(format!(
+                "{ow} outputs per line in one strip, but with {lines} lines buffered a line \
+                 of the PDP's banks holds {cap}: split the width (SPLIT_NUM)"
+            )));
+        }
+    }
     let atom = cfg.hw.memory_atomic;
     // Whole atoms go through the datapath (see the SDP note); padding lanes included.
     let cpa = (atom / prec.bytes()).max(1) as usize;
