@@ -26,51 +26,10 @@ use std::os::unix::fs::FileTypeExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 
-/// Message kinds (device -> host).
-const HELLO: u32 = 0x01;
-const READ: u32 = 0x02;
-const WRITE: u32 = 0x03;
-const RESET: u32 = 0x04;
-/// Message kinds (host -> device).
-const READ_REPLY: u32 = 0x81;
-const RESET_DONE: u32 = 0x84;
-const IRQ: u32 = 0x85;
-/// Protocol version this side speaks.
-const VERSION: u64 = 1;
-/// Every message is this long.
-const MSG_LEN: usize = 24;
-
-/// One bridge message: `kind`, `len` (access size; IRQ: level), `addr` (BAR0 offset; IRQ:
-/// vector), `value`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Msg {
-    kind: u32,
-    len: u32,
-    addr: u64,
-    value: u64,
-}
-
-impl Msg {
-    fn decode(b: &[u8; MSG_LEN]) -> Self {
-        let u32_at = |o: usize| u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
-        let u64_at = |o: usize| u64::from(u32_at(o)) | (u64::from(u32_at(o + 4)) << 32);
-        Msg {
-            kind: u32_at(0),
-            len: u32_at(4),
-            addr: u64_at(8),
-            value: u64_at(16),
-        }
-    }
-
-    fn encode(&self) -> [u8; MSG_LEN] {
-        let mut b = [0; MSG_LEN];
-        b[0..4].copy_from_slice(&self.kind.to_le_bytes());
-        b[4..8].copy_from_slice(&self.len.to_le_bytes());
-        b[8..16].copy_from_slice(&self.addr.to_le_bytes());
-        b[16..24].copy_from_slice(&self.value.to_le_bytes());
-        b
-    }
-}
+// The wire format is shared with the device side (`nvdla_port::bridge`, the RTL backend).
+use nvdla_port::bridge::{
+    Msg, HELLO, IRQ, MSG_LEN, READ, READ_REPLY, RESET, RESET_DONE, VERSION, WRITE,
+};
 
 /// What `serve --qemu-socket` was asked to do.
 #[derive(Debug, Clone)]
