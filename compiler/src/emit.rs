@@ -470,18 +470,46 @@ impl Ctx<'_> {
             let s = p.surface(id);
             (p.root(id), s.offset, s.offset + u64::from(s.size))
         };
+        let same_memory = |a: SurfId, b: SurfId| {
+            let (ra, rb) = (p.root(a), p.root(b));
+            ra == rb
+                || (p.surface(ra).kind == SurfKind::Pool && p.surface(rb).kind == SurfKind::Pool)
+        };
         let overlaps = |a: SurfId, b: SurfId| {
-            let (ra, sa, ea) = span(a);
-            let (rb, sb, eb) = span(b);
-            let same_memory = ra == rb
-                || (p.surface(ra).kind == SurfKind::Pool && p.surface(rb).kind == SurfKind::Pool);
-            same_memory && sa < eb && sb < ea
+            let (_, sa, ea) = span(a);
+            let (_, sb, eb) = span(b);
+            same_memory(a, b) && sa < eb && sb < ea
         };
         for j in 0..n {
             for r in reads_of(j) {
+                // The last writer of every byte read: a read surface may have several
+                // (the members of a concatenation, written by different engines in any
+                // order), so walk back until each of its bytes has its writer. Earlier
+                // writers of a byte are ordered before the last one by the write-after-
+                // write edges below.
+                let (_, s, e) = span(r);
+                let mut uncovered = vec![(s, e)];
                 for k in (0..j).rev() {
-                    if writes_of(k).is_some_and(|w| overlaps(w, r)) {
-                        need[k].push(j);
+                    let Some(w) = writes_of(k).filter(|&w| same_memory(w, r)) else {
+                        continue;
+                    };
+                    let (_, ws, we) = span(w);
+                    if !uncovered.iter().any(|&(a, b)| a < we && ws < b) {
+                        continue;
+                    }
+                    need[k].push(j);
+                    uncovered = uncovered
+                        .into_iter()
+                        .flat_map(|(a, b)| {
+                            if a < we && ws < b {
+                                [(a, ws.max(a)), (we.min(b), b)]
+                            } else {
+                                [(a, b), (b, b)]
+                            }
+                        })
+                        .filter(|(a, b)| a < b)
+                        .collect();
+                    if uncovered.is_empty() {
                         break;
                     }
                 }
