@@ -204,11 +204,17 @@ pub trait Device {
     /// Runs `tasks` in order and waits for them (SUBMIT).
     fn submit(&mut self, tasks: &[Task<'_>]) -> Result<(), DeviceError>;
 
-    /// What the hardware timed during the submits since the last call: only devices with a
-    /// clock to count (the RTL) have anything to say; the default says nothing.
+    /// What the hardware timed during the submits since the last call: the RTL's measured
+    /// cycles, or the in-process model's estimates when profiling is on
+    /// ([`Device::set_profiling`]); the default says nothing.
     fn take_timings(&mut self) -> Option<DeviceTimings> {
         None
     }
+
+    /// Asks a device that can estimate cycles (the in-process model) to keep its timeline
+    /// for [`Device::take_timings`]. Devices that measure (the RTL) always do; the others
+    /// ignore it.
+    fn set_profiling(&mut self, _on: bool) {}
 }
 
 /// One hardware operation as the device timed it, in clock cycles of the accelerator.
@@ -222,6 +228,34 @@ pub struct OpTiming {
     pub enabled: u64,
     /// Cycle at which its done interrupt was seen (`None`: it never finished).
     pub done: Option<u64>,
+    /// The cycle model's account of it (`None` from a device that measures, the RTL).
+    pub cost: Option<OpCost>,
+}
+
+/// The cycle model's account of one operation (the in-process model with profiling on).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpCost {
+    /// Cycle it started (its engine free).
+    pub start: u64,
+    /// Cycle of its done interrupt.
+    pub end: u64,
+    /// Its shape: `SxR/stride C>K WxH` (a convolution) or `WxHxC` (the cube an engine
+    /// processes).
+    pub shape: String,
+    /// Multiply-adds.
+    pub macs: u64,
+    /// Multiply-adds the MAC array does per cycle at this precision (0: not a convolution).
+    pub peak_macs_per_cycle: u64,
+    /// Datapath cycles at full rate (MAC array or the engine's throughput).
+    pub compute_cycles: u64,
+    /// Cycles its memory traffic takes at the interfaces' bandwidth.
+    pub memory_cycles: u64,
+    /// DRAM bytes read and written.
+    pub dram_bytes: u64,
+    /// CVSRAM bytes read and written.
+    pub sram_bytes: u64,
+    /// What bounded it: `MAC`, `engine`, `DRAM`, `CVSRAM` or `fixed`.
+    pub pole: &'static str,
 }
 
 impl OpTiming {
@@ -242,6 +276,8 @@ pub struct DeviceTimings {
     pub bytes_read: u64,
     /// Bytes written.
     pub bytes_written: u64,
+    /// Cycles a model estimated, rather than hardware measured.
+    pub modelled: bool,
 }
 
 #[cfg(test)]

@@ -30,6 +30,9 @@ pub trait HostedOs: KmdOs {
     fn take_timings(&mut self) -> Option<DeviceTimings> {
         None
     }
+
+    /// Keep a timeline for [`HostedOs::take_timings`] (a model that estimates cycles).
+    fn set_profiling(&mut self, _on: bool) {}
 }
 
 /// The driver's account of a failed submit, with the hardware's diagnosis.
@@ -220,5 +223,9 @@ impl<O: HostedOs> Device for HostedDevice<O> {
 
     fn take_timings(&mut self) -> Option<DeviceTimings> {
         self.timings.take()
+    }
+
+    fn set_profiling(&mut self, on: bool) {
+        self.kmd.os_mut().set_profiling(on);
     }
 }

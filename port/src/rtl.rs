@@ -445,6 +445,7 @@ impl RtlOs {
                         group,
                         enabled,
                         done: None,
+                        cost: None,
                     });
                 }
             }
@@ -608,6 +609,7 @@ impl HostedOs for RtlOs {
             total_cycles: end.saturating_sub(first),
             bytes_read: u64::from(r.wrapping_sub(p.beats_at_start.0)) * BEAT_BYTES,
             bytes_written: u64::from(w.wrapping_sub(p.beats_at_start.1)) * BEAT_BYTES,
+            modelled: false,
         })
     }
 }

@@ -28,7 +28,7 @@ use nvdla_kmd::{HwFault, HwFaultKind, KmdOs, Wait};
 use nvdla_vp::mem::RamType;
 use nvdla_vp::Vp;
 
-use crate::device::{DeviceError, Operation};
+use crate::device::{DeviceError, DeviceTimings, OpCost, OpTiming, Operation};
 use crate::hosted::{HostedDevice, HostedOs};
 
 /// The hardware configurations the model implements: every published build
@@ -178,6 +178,12 @@ pub struct VpOs {
     record: Option<Vec<Recorded>>,
     /// Hazards already reported (the model keeps them all).
     hazards_reported: usize,
+    /// Report the cycle model's timeline ([`HostedOs::take_timings`]).
+    profile: bool,
+    /// Model cycle of the first register access since the timeline was last taken.
+    first_cycle: Option<u64>,
+    /// Model cycle of the last interrupt.
+    last_irq: u64,
 }
 
 impl VpOs {
@@ -190,6 +196,15 @@ impl VpOs {
             hang: None,
             record: None,
             hazards_reported: 0,
+            profile: false,
+            first_cycle: None,
+            last_irq: 0,
+        }
+    }
+
+    fn begin(&mut self) {
+        if self.first_cycle.is_none() {
+            self.first_cycle = Some(self.vp.timing().now());
         }
     }
 
@@ -224,6 +239,7 @@ impl KmdOs for VpOs {
         if !offset.is_multiple_of(4) {
             return Err(HwError::UnalignedRegister { offset });
         }
+        self.begin();
         let value = self.vp.csb_read(offset);
         self.note(Recorded::RegRead { offset, value });
         Ok(value)
@@ -233,6 +249,7 @@ impl KmdOs for VpOs {
         if !offset.is_multiple_of(4) {
             return Err(HwError::UnalignedRegister { offset });
         }
+        self.begin();
         self.vp.csb_write(offset, value);
         self.note(Recorded::RegWrite { offset, value });
         Ok(())
@@ -276,6 +293,7 @@ impl KmdOs for VpOs {
         }
         if line {
             self.hang = None;
+            self.last_irq = self.vp.timing().now();
             self.note(Recorded::Interrupt);
             return Wait::Interrupt;
         }
@@ -307,8 +325,11 @@ impl KmdOs for VpOs {
         // A fresh model with the old memory: registers, groups, interrupts and faults at
         // their reset values, memory untouched (as the NVDLA's reset leaves DRAM alone).
         let mem = std::mem::replace(&mut self.vp.mem, Vp::new(self.config.model()).mem);
-        self.vp = Vp::new(self.config.model());
+        // The clock runs on through a reset.
+        let fresh = Vp::new(self.config.model());
+        let mut old = std::mem::replace(&mut self.vp, fresh);
         self.vp.mem = mem;
+        std::mem::swap(self.vp.timing_mut(), old.timing_mut());
         self.hazards_reported = 0;
     }
 }
@@ -334,6 +355,62 @@ impl HostedOs for VpOs {
     fn diagnosis(&self, failure: &nvdla_kmd::SubmitFailure) -> Option<String> {
         let hang = self.last_hang()?;
         matches!(failure.error(), nvdla_kmd::Error::TimedOut).then(|| hang.to_string())
+    }
+
+    /// The cycle model's timeline of the submit (with profiling on): one entry per
+    /// operation in the order the firmware enabled it, `done` when software saw its done
+    /// interrupt, as the RTL reports them.
+    fn take_timings(&mut self) -> Option<DeviceTimings> {
+        let mut ops = self.vp.timing_mut().take_ops();
+        let first = self.first_cycle.take();
+        if !self.profile {
+            return None;
+        }
+        let first = first?;
+        ops.sort_by_key(|o| o.enabled);
+        let end = ops
+            .iter()
+            .map(|o| o.seen.unwrap_or(o.end))
+            .max()
+            .unwrap_or(self.last_irq)
+            .max(self.last_irq);
+        let (mut read, mut written) = (0, 0);
+        let ops = ops
+            .into_iter()
+            .map(|o| {
+                read += o.dram_read + o.sram_read;
+                written += o.dram_write + o.sram_write;
+                OpTiming {
+                    engine: o.track.name(),
+                    group: o.group as u8,
+                    enabled: o.enabled,
+                    done: Some(o.seen.unwrap_or(o.end)),
+                    cost: Some(OpCost {
+                        start: o.start,
+                        end: o.end,
+                        shape: o.shape,
+                        macs: o.macs,
+                        peak_macs_per_cycle: o.peak_macs_per_cycle,
+                        compute_cycles: o.compute_cycles,
+                        memory_cycles: o.memory_cycles,
+                        dram_bytes: o.dram_read + o.dram_write,
+                        sram_bytes: o.sram_read + o.sram_write,
+                        pole: o.pole.name(),
+                    }),
+                }
+            })
+            .collect();
+        Some(DeviceTimings {
+            ops,
+            total_cycles: end.saturating_sub(first),
+            bytes_read: read,
+            bytes_written: written,
+            modelled: true,
+        })
+    }
+
+    fn set_profiling(&mut self, on: bool) {
+        self.profile = on;
     }
 }
 

@@ -105,6 +105,15 @@ pub struct Args {
     /// RAM of QEMU's aarch64 virt board).
     #[arg(long, value_name = "ADDR", value_parser = parse_address, requires = "export_baremetal")]
     pub base: Option<u64>,
+    /// Print the cycles of every hardware operation: the virtual platform's cycle model
+    /// (compute, memory traffic and the long pole of each; docs/performance.md), or the
+    /// RTL's measured cycles (which `--device rtl` always prints).
+    #[arg(long)]
+    pub profile: bool,
+    /// Write the run's timeline as Chrome trace-event JSON (Perfetto, chrome://tracing):
+    /// one track per engine. Implies --profile.
+    #[arg(long, value_name = "FILE")]
+    pub timeline: Option<PathBuf>,
 }
 
 fn parse_address(s: &str) -> Result<u64, String> {
@@ -207,6 +216,8 @@ pub struct Outcome {
     pub tensors: Vec<OutputTensor>,
     /// Seconds spent running the tasks.
     pub seconds: f64,
+    /// What the device timed (the RTL), or its model estimated (with profiling on).
+    pub timings: Option<nvdla_port::device::DeviceTimings>,
 }
 
 /// Tensors given as numbers and the scales of integer tensors.
@@ -409,9 +420,7 @@ pub(crate) fn run_loaded(
         }
     })?;
     let seconds = start.elapsed().as_secs_f64();
-    if let Some(t) = dev.take_timings() {
-        let _ = write!(log, "{}", crate::report::timings_table(&t));
-    }
+    let timings = dev.take_timings();
     let images = (0..outputs)
         .map(|i| rt.output_image(dev, i, image_opts.dimg_numbering))
         .collect::<Result<Vec<_>, _>>()?;
@@ -428,6 +437,7 @@ pub(crate) fn run_loaded(
         outputs: images,
         tensors,
         seconds,
+        timings,
     })
 }
 
@@ -581,6 +591,7 @@ fn run_args(
         export_run(args, loadable_path, dir, &bytes, &io, out, err)
     } else {
         let mut dev = opener(&args.device, args.config).map_err(|e| AppError(e.to_string()))?;
+        dev.set_profiling(args.profile || args.timeline.is_some());
         infer_with(
             dev.as_mut(),
             &bytes,
@@ -611,6 +622,23 @@ fn run_args(
         }
         AppError(line)
     })?;
+    if let Some(t) = &outcome.timings {
+        if args.profile || args.timeline.is_some() || !t.modelled {
+            let _ = write!(out, "{}", crate::report::timings_table(t));
+        }
+        if let Some(path) = &args.timeline {
+            std::fs::write(path, crate::report::chrome_trace(t))
+                .map_err(|e| AppError(format!("cannot write {}: {e}", path.display())))?;
+            let _ = writeln!(out, "timeline written to {}", path.display());
+        }
+    } else if args.profile || args.timeline.is_some() {
+        let _ = writeln!(
+            err,
+            "note: device {} reports no cycles (the virtual platform models them, the RTL \
+             measures them)",
+            args.device
+        );
+    }
     let _ = writeln!(out, "execution time = {:.6} s", outcome.seconds);
     if let Some(scores) = class_scores(&outcome.outputs[0]) {
         let _ = writeln!(out, "{scores}");

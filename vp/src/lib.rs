@@ -11,6 +11,7 @@
 //! - [`engines`]: BDMA, SDP, PDP, CDP, RUBIK and the shared feature-cube layout.
 //! - [`arith`]: fixed-point helpers shared by the engines.
 //! - [`fp`]: fp16/fp17/fp32 bit-pattern arithmetic of the datapaths.
+//! - [`timing`]: the cycle model: a clock, per-operation cycle estimates, the timeline.
 //! - [`trace`]: players for v1 `input.txn` and v2 `.cfg` trace tests.
 //! - [`bench`]: convolution throughput of the model against a plain reference.
 // `unsafe` only to call the AVX2 convolution kernel once the CPU is known to have AVX2
@@ -27,6 +28,7 @@ pub mod glb;
 pub mod hazard;
 pub mod mem;
 pub mod regs;
+pub mod timing;
 pub mod trace;
 pub mod vp;
 

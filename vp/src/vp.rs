@@ -60,7 +60,8 @@ pub struct Vp {
     cbuf: conv::Cbuf,
     flush_polled: bool,
     /// Done interrupts raised but not yet visible in GLB (see [`Vp::raise`]).
-    deferred: std::collections::VecDeque<(IntrSource, usize)>,
+    /// Each with the cycle it arrives at ([`crate::timing`]).
+    deferred: std::collections::VecDeque<(IntrSource, usize, u64)>,
     /// Injected hang (see [`Vp::hang`]): engines stop until reset.
     hung: bool,
     /// Operations silicon would overlap that touch the same memory ([`crate::hazard`]).
@@ -68,6 +69,8 @@ pub struct Vp {
     /// A convolution's own DMA (CDMA's reads), split from its flying SDP's for the check:
     /// the two end at different done interrupts.
     conv_log: Option<Vec<crate::mem::Access>>,
+    /// The clock and the timeline ([`crate::timing`]).
+    timing: crate::timing::CycleModel,
 }
 
 /// A resolved CSB address.
@@ -180,6 +183,10 @@ impl Vp {
             cbuf: conv::Cbuf::default(),
             flush_polled: false,
             deferred: Default::default(),
+            timing: crate::timing::CycleModel::new(
+                &cfg,
+                crate::timing::TimingParams::for_config(&cfg),
+            ),
             hung: false,
             hazard: Default::default(),
             conv_log: None,
@@ -309,9 +316,21 @@ impl Vp {
         self.hazard.hazards()
     }
 
+    /// The cycle model: the clock, the memory timing and the operations timed
+    /// ([`crate::timing`]).
+    pub fn timing(&self) -> &crate::timing::CycleModel {
+        &self.timing
+    }
+
+    /// The cycle model, mutable (to set its memory timing or take its timeline).
+    pub fn timing_mut(&mut self) -> &mut crate::timing::CycleModel {
+        &mut self.timing
+    }
+
     /// 32-bit CSB read.
     pub fn csb_read(&mut self, addr: u32) -> u32 {
         self.hazard.tick();
+        self.timing.csb(false);
         let Some(t) = self.resolve(addr) else {
             log::warn!("CSB read of unmapped address {addr:#x}");
             return 0;
@@ -326,6 +345,7 @@ impl Vp {
                 self.run_pending();
                 let status = self.glb.status() & reg.rmask;
                 self.hazard.status_read(status);
+                self.timing.status_read(status);
                 return status;
             }
             ids::glb::S_INTR_MASK => return self.glb.mask() & reg.rmask,
@@ -358,6 +378,7 @@ impl Vp {
     /// 32-bit CSB write.
     pub fn csb_write(&mut self, addr: u32, value: u32) {
         self.hazard.tick();
+        self.timing.csb(true);
         let Some(t) = self.resolve(addr) else {
             log::warn!("CSB write of unmapped address {addr:#x} = {value:#x}");
             return;
@@ -385,6 +406,7 @@ impl Vp {
             ids::glb::S_INTR_SET => return self.glb.write_set(value),
             ids::glb::S_INTR_MASK => return self.glb.write_mask(value),
             ids::sdp::S_LUT_ACCESS_DATA | ids::cdp::S_LUT_ACCESS_DATA => {
+                self.timing.csb_lut_write();
                 self.lut_write(t.block, value as u16);
             }
             ids::sdp::S_LUT_ACCESS_CFG | ids::cdp::S_LUT_ACCESS_CFG => {
@@ -400,6 +422,7 @@ impl Vp {
         if op_enable == Some(id) && value & 1 == 1 {
             let group = f.producer;
             self.hazard.enabled(t.block, group);
+            self.timing.enabled(t.block, group);
         }
         match id {
             ids::bdma::CFG_OP if value & 1 == 1 => {
@@ -412,6 +435,7 @@ impl Vp {
             ids::bdma::CFG_LAUNCH0 | ids::bdma::CFG_LAUNCH1 if value & 1 == 1 => {
                 let group = usize::from(id == ids::bdma::CFG_LAUNCH1);
                 self.hazard.enabled(Block::Bdma, group);
+                self.timing.enabled(Block::Bdma, group);
                 self.observed(Block::Bdma, group, |vp| {
                     vp.bdma_launch(group);
                     vp.fault.is_none()
@@ -486,17 +510,23 @@ impl Vp {
     /// masked bits pass straight through.
     fn raise(&mut self, src: IntrSource, group: usize) {
         self.events.push((src, group));
-        self.deferred.push_back((src, group));
+        self.deferred.push_back((src, group, self.timing.now()));
     }
 
     fn deliver(&mut self) {
         if self.hung {
             return;
         }
+        // In the order silicon raises them: the earliest first (the first of equals),
+        // the clock advancing to it as software waits.
         while !self.glb.irq_pending() {
-            let Some((src, group)) = self.deferred.pop_front() else {
+            let Some(i) = (0..self.deferred.len()).min_by_key(|&i| self.deferred[i].2) else {
                 break;
             };
+            let Some((src, group, at)) = self.deferred.remove(i) else {
+                break;
+            };
+            self.timing.advance_to(at);
             self.glb.raise(src, group);
         }
     }
@@ -565,6 +595,7 @@ impl Vp {
         run: impl FnOnce(&mut Self) -> bool,
     ) -> bool {
         let enabled = self.hazard.enable_time(trigger, group);
+        let work = self.work_of(trigger);
         let before = self.events.len();
         self.mem.start_log();
         let ran = run(self);
@@ -572,6 +603,17 @@ impl Vp {
         let conv_log = self.conv_log.take();
         if !ran || self.events.len() == before {
             return ran;
+        }
+        {
+            let dones = &self.events[before..];
+            let mut all = log.clone();
+            all.extend(conv_log.iter().flatten().copied());
+            let at = self.timing.ran(&work, group, &all, dones);
+            let n = dones.len().min(self.deferred.len());
+            let first = self.deferred.len() - n;
+            for (d, t) in self.deferred.iter_mut().skip(first).zip(at) {
+                d.2 = t;
+            }
         }
         let engine_of = |src: IntrSource| match src {
             IntrSource::Sdp => Block::Sdp,
@@ -613,6 +655,173 @@ impl Vp {
             }
         }
         ran
+    }
+
+    /// What the operation `trigger` starts would compute, from its consumer groups'
+    /// registers, for the cycle model: the tracks it occupies (the first leads) and each
+    /// one's work. Registers that do not decode give no work (the run then faults).
+    fn work_of(&self, trigger: Block) -> Vec<(crate::timing::Track, crate::timing::Work)> {
+        use crate::engines::Precision;
+        use crate::timing::{ConvWork, Track, Work};
+        let f = &self.files;
+        let t = self.cfg.hw.throughput;
+        let per = |elements: usize, rate: u32, shape: String| Work {
+            shape,
+            macs: 0,
+            compute_cycles: (elements as u64).div_ceil(u64::from(rate.max(1))),
+            peak_macs_per_cycle: 0,
+            conv: None,
+        };
+        // Channels padded to whole memory atoms of precision `bytes`.
+        let atom = self.cfg.hw.memory_atomic as usize;
+        let padded = |c: usize, bytes: usize| c.next_multiple_of((atom / bytes.max(1)).max(1));
+        let dims = |file: Block, w: Reg, h: Reg, c: Reg| {
+            f.get(&file).map_or((0, 0, 0), |r| {
+                let d = |n: Reg| (r.cur(n) & 0x1fff) as usize + 1;
+                (d(w), d(h), d(c))
+            })
+        };
+        let sdp_work = || {
+            let (w, h, c) = dims(
+                Block::Sdp,
+                ids::sdp::D_DATA_CUBE_WIDTH,
+                ids::sdp::D_DATA_CUBE_HEIGHT,
+                ids::sdp::D_DATA_CUBE_CHANNEL,
+            );
+            per(w * h * c, t.sdp_bs, format!("{w}x{h}x{c}"))
+        };
+        let pdp_work = || {
+            let (w, h, c) = dims(
+                Block::Pdp,
+                ids::pdp::D_DATA_CUBE_IN_WIDTH,
+                ids::pdp::D_DATA_CUBE_IN_HEIGHT,
+                ids::pdp::D_DATA_CUBE_IN_CHANNEL,
+            );
+            let bytes = if f[&Block::Pdp].cur(ids::pdp::D_DATA_FORMAT) & 3 == 0 {
+                1
+            } else {
+                2
+            };
+            per(w * h * padded(c, bytes), t.pdp, format!("{w}x{h}x{c}"))
+        };
+        let to_pdp = || {
+            sdp::plan(&self.cfg, &f[&Block::Sdp], &f[&Block::SdpRdma]).to_pdp
+                && self.cfg.hw.features.pdp
+        };
+        match trigger {
+            Block::Cdma => {
+                let layer = conv::Layer::decode(
+                    &self.cfg,
+                    &f[&Block::Cdma],
+                    &f[&Block::Csc],
+                    [&f[&Block::CmacA], &f[&Block::CmacB]],
+                    &f[&Block::Cacc],
+                );
+                let conv = layer.map_or(Work::default(), |l| {
+                    let ac = self.cfg.hw.atomic_c.max(1) as u64;
+                    // 16-bit precisions use the MAC cells in pairs (hwarch, "Convolution
+                    // MAC"): half the kernels per cycle.
+                    let ak = match l.prec {
+                        Precision::Int8 => self.cfg.hw.atomic_k,
+                        _ => self.cfg.hw.atomic_k / 2,
+                    }
+                    .max(1) as u64;
+                    let g = l.geom;
+                    let (ow, oh, k) = (g.out_w as u64, g.out_h as u64, g.k as u64);
+                    let b = l.batches.max(1) as u64;
+                    let macs = b * ow * oh * k * (g.r * g.s * g.in_c) as u64;
+                    let groups = k.div_ceil(ak).max(1);
+                    let cycles = match l.wino {
+                        // F(2x2, 3x3): 16 products per channel, kernel and 2x2 outputs
+                        // instead of 36 (hwarch, "Winograd").
+                        Some(w) => {
+                            let wg = w.geom;
+                            b * (wg.out_w * wg.out_h) as u64
+                                * 4
+                                * (wg.in_c as u64).div_ceil(4 * ac)
+                                * (wg.k as u64).div_ceil(ak)
+                        }
+                        None => {
+                            let rows = g.r.div_ceil(g.y_ext.max(1)) as u64;
+                            b * ow
+                                * oh
+                                * rows
+                                * g.s as u64
+                                * (g.in_c as u64).div_ceil(g.lanes.max(1) as u64).max(1)
+                                * k.div_ceil(ak)
+                        }
+                    };
+                    Work {
+                        shape: format!(
+                            "{}x{}/{} {}>{} {}x{}{}",
+                            g.s,
+                            g.r,
+                            g.sx,
+                            g.in_c,
+                            g.k,
+                            g.out_w,
+                            g.out_h,
+                            if l.wino.is_some() { " wino" } else { "" }
+                        ),
+                        macs,
+                        compute_cycles: cycles,
+                        peak_macs_per_cycle: ac * ak,
+                        conv: Some(ConvWork {
+                            kernel_groups: groups,
+                            mac_cycles_per_group: cycles / groups,
+                            weight_blocks_per_group: (cycles / groups)
+                                .checked_div(b * ow * oh)
+                                .unwrap_or(0),
+                            out_pixels: b * ow * oh,
+                            group_kernels: ak,
+                            kernels: k,
+                            data_bytes: (b * l.cdma_w as u64 * l.cdma_h as u64)
+                                * (l.cdma_c as u64 * u64::from(l.prec.bytes()))
+                                    .next_multiple_of(u64::from(l.atom.max(1))),
+                            weight_bytes: l.weight_bytes,
+                            data_surfaces: (l.cdma_c as u64 * u64::from(l.prec.bytes()))
+                                .div_ceil(u64::from(l.atom.max(1))),
+                            weight_capacity_bytes: u64::from(l.weight_banks)
+                                * conv::cbuf_entries_per_bank(&self.cfg)
+                                * u64::from(conv::cbuf_entry_bytes(&self.cfg)),
+                        }),
+                    }
+                });
+                let mut v = vec![(Track::Conv, conv), (Track::Sdp, sdp_work())];
+                if to_pdp() {
+                    v.push((Track::Pdp, pdp_work()));
+                }
+                v
+            }
+            Block::Sdp => {
+                let mut v = vec![(Track::Sdp, sdp_work())];
+                if to_pdp() {
+                    v.push((Track::Pdp, pdp_work()));
+                }
+                v
+            }
+            Block::Pdp => vec![(Track::Pdp, pdp_work())],
+            Block::Cdp => {
+                let (w, h, c) = dims(
+                    Block::CdpRdma,
+                    ids::cdp_rdma::D_DATA_CUBE_WIDTH,
+                    ids::cdp_rdma::D_DATA_CUBE_HEIGHT,
+                    ids::cdp_rdma::D_DATA_CUBE_CHANNEL,
+                );
+                let bytes = if f[&Block::Cdp].cur(ids::cdp::D_DATA_FORMAT) & 3 == 0 {
+                    1
+                } else {
+                    2
+                };
+                vec![(
+                    Track::Cdp,
+                    per(w * h * padded(c, bytes), t.cdp, format!("{w}x{h}x{c}")),
+                )]
+            }
+            Block::Rubik => vec![(Track::Rubik, Work::default())],
+            Block::Bdma => vec![(Track::Bdma, Work::default())],
+            _ => Vec::new(),
+        }
     }
 
     fn try_sdp(&mut self) -> bool {
