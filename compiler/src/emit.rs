@@ -480,7 +480,7 @@ impl Ctx<'_> {
             let (_, sb, eb) = span(b);
             same_memory(a, b) && sa < eb && sb < ea
         };
-        for j in 0..n {
+        for (j, dop) in dops.iter().enumerate() {
             for r in reads_of(j) {
                 // The last writer of every byte read: a read surface may have several
                 // (the members of a concatenation, written by different engines in any
@@ -515,11 +515,20 @@ impl Ctx<'_> {
                 }
             }
             if let Some(w) = writes_of(j) {
-                for (k, readers) in need.iter_mut().enumerate().take(j) {
+                // A convolution's flying SDP writes nothing before its convolution runs, so
+                // the convolution (the operation before it) is the one to hold back until
+                // earlier users of the bytes it overwrites are done; the SDP itself can then
+                // be enabled early, and the convolution starts as soon as its input is
+                // ready (NVIDIA's compiler schedules LeNet so).
+                let flying = matches!(p.ops[dop.op].kind, HwOpKind::Conv(_))
+                    && dop.ty == OpType::Sdp
+                    && j > 0;
+                let waiter = if flying { j - 1 } else { j };
+                for (k, readers) in need.iter_mut().enumerate().take(waiter) {
                     if reads_of(k).iter().any(|&r| overlaps(w, r))
                         || writes_of(k).is_some_and(|x| overlaps(w, x))
                     {
-                        readers.push(j);
+                        readers.push(waiter);
                     }
                 }
             }
@@ -572,11 +581,22 @@ impl Ctx<'_> {
         let mut count = vec![0u32; n];
         for j in 0..n {
             let ty = dops[j].ty;
-            // The next operation of the same engine: waits for this one to complete.
+            // The next operation of the same engine follows this one: the engine runs its
+            // two register groups in turn, so it may be programmed (and enabled) as soon
+            // as this one is, and runs when this one is done (NVIDIA's compiler chains
+            // an engine's operations so). When a later operation of the engine uses what
+            // this one writes (or overwrites what it reads), the next one waits for it to
+            // complete instead, and the later ones follow the next.
             if let Some(next) = (j + 1..n).find(|&k| dops[k].ty == ty) {
+                let same_engine_data =
+                    need[j].iter().any(|&k| k > j && dops[k].ty == ty) || ty != OpType::Sdp;
                 deps[j].consumers[ty.index()] = Consumer {
                     index: next as i16,
-                    event: Event::OpCompleted.raw(),
+                    event: if same_engine_data {
+                        Event::OpCompleted.raw()
+                    } else {
+                        Event::OpProgrammed.raw()
+                    },
                     res: 0,
                 };
                 count[next] += 1;

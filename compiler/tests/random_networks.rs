@@ -21,7 +21,9 @@
 //! that network instead (weights from the seed: for cutting a failing one down);
 //! `NVDLA_RANDOM_DEBUG=1` prints each compiled program as JSON; `NVDLA_RANDOM_RTL=1` runs
 //! only the nv_small int8 builds, each also on NVIDIA's RTL (`NVDLA_RTL_HARNESS`), which
-//! must write the model's bytes (`scripts/rtl --suites networks`).
+//! must write the model's bytes (`scripts/rtl --suites networks`); the cycle model's
+//! timeline is printed against the RTL's, and with `NVDLA_RANDOM_RTL_CYCLES=1` it must be
+//! within 10 % of it, the whole run and each operation (`scripts/rtl --suites cycles`).
 //!
 //! What it found when it was written (2026-11-24, 1 000 networks): a ReLU placed on the
 //! SDP's Y stage, which has none; Caffe average pooling whose ceil-mode windows run past
@@ -389,8 +391,11 @@ fn run(
     };
     rt.write_input(dev.as_mut(), 0, &data)
         .map_err(|e| fail(e.to_string()))?;
+    let on_rtl = on_rtl(config, precision);
+    dev.set_profiling(on_rtl);
     rt.run(dev.as_mut(), &RunOptions::default(), &mut |_| {})
         .map_err(|e| fail(format!("run: {e}")))?;
+    let modelled = dev.take_timings();
     let to = rt
         .tensor(Direction::Output, 0)
         .map_err(|e| fail(e.to_string()))?
@@ -400,10 +405,19 @@ fn run(
         .map_err(|e| fail(e.to_string()))?;
     let pool = pool_bytes(&rt, dev.as_mut(), &compiled.program);
     rt.release(dev.as_mut());
-    if on_rtl(config, precision) {
+    if on_rtl {
         // NVIDIA's RTL must write the same bytes as the model.
-        let (rtl, rtl_pool) =
+        let (rtl, rtl_pool, measured) =
             run_on_rtl(&compiled.loadable, &data, &compiled.program).map_err(fail)?;
+        if let (Some(m), Some(r)) = (&modelled, &measured) {
+            let verdict = compare_cycles(m, r);
+            eprintln!("  cycles: {verdict}");
+            if std::env::var("NVDLA_RANDOM_RTL_CYCLES").is_ok_and(|v| v == "1")
+                && verdict.starts_with("off")
+            {
+                return Err(fail(format!("the cycle model is {verdict}")));
+            }
+        }
         if let Some(i) = (0..out.len().max(rtl.len())).find(|&i| out.get(i) != rtl.get(i)) {
             let head = |v: &[u8]| format!("{:02x?}", &v[..v.len().min(32)]);
             return Err(fail(format!(
@@ -477,13 +491,65 @@ fn first_divergence(p: &nvdla_compiler::engine::Program, a: &[u8], b: &[u8]) -> 
     String::new()
 }
 
-/// Runs `loadable` with input surface `data` on the RTL; returns the output surface and
-/// the activation pool.
+/// The cycle model's timeline against the RTL's: `within ...` when the whole run and every
+/// operation are within 10 % (operations shorter than 2 000 cycles: within 200 cycles),
+/// else `off ...` with the worst.
+fn compare_cycles(
+    model: &nvdla_port::device::DeviceTimings,
+    rtl: &nvdla_port::device::DeviceTimings,
+) -> String {
+    let rel = |m: u64, r: u64| (m as f64 - r as f64) / (r.max(1) as f64);
+    let total = rel(model.total_cycles, rtl.total_cycles);
+    let mut worst: Option<(usize, f64)> = None;
+    let mut bad = model.ops.len() != rtl.ops.len();
+    let mut list = String::new();
+    for (i, (m, r)) in model.ops.iter().zip(&rtl.ops).enumerate() {
+        let (Some(mc), Some(rc)) = (m.cycles(), r.cycles()) else {
+            continue;
+        };
+        let e = rel(mc, rc);
+        let ok = m.engine == r.engine && (e.abs() <= 0.10 || (rc < 2000 && mc.abs_diff(rc) <= 200));
+        if !ok {
+            bad = true;
+            if list.len() < 600 {
+                list.push_str(&format!(
+                    "\n    #{i} {} {}: model {mc}, RTL {rc} ({:+.1} %)",
+                    m.engine,
+                    m.cost.as_ref().map_or("", |c| c.shape.as_str()),
+                    e * 100.0
+                ));
+            }
+            if worst.is_none_or(|(_, w)| e.abs() > w.abs()) {
+                worst = Some((i, e));
+            }
+        }
+    }
+    bad |= total.abs() > 0.10;
+    format!(
+        "{} (model {} cycles, RTL {}: {:+.1} %; {} vs {} operations{})",
+        if bad { "off" } else { "within 10 %" },
+        model.total_cycles,
+        rtl.total_cycles,
+        total * 100.0,
+        model.ops.len(),
+        rtl.ops.len(),
+        worst.map_or(String::new(), |(i, e)| format!(
+            "; worst operation #{i} {} {:+.1} %",
+            model.ops[i].engine,
+            e * 100.0
+        ))
+    ) + &list
+}
+
+/// The output surface, the activation pool and the cycles of a run on the RTL.
+type RtlRun = (Vec<u8>, Vec<u8>, Option<nvdla_port::device::DeviceTimings>);
+
+/// Runs `loadable` with input surface `data` on the RTL.
 fn run_on_rtl(
     loadable: &[u8],
     data: &[u8],
     p: &nvdla_compiler::engine::Program,
-) -> Result<(Vec<u8>, Vec<u8>), String> {
+) -> Result<RtlRun, String> {
     let cfg = nvdla_umd::HwConfig::ALL
         .into_iter()
         .find(|c| c.name() == "nv_small")
@@ -498,7 +564,8 @@ fn run_on_rtl(
     let out = rt
         .read_output(dev.as_mut(), 0)
         .map_err(|e| format!("RTL: {e}"))?;
-    if let Some(t) = dev.take_timings() {
+    let timings = dev.take_timings();
+    if let Some(t) = &timings {
         eprintln!(
             "  RTL: {} cycles, {} operations",
             t.total_cycles,
@@ -507,7 +574,7 @@ fn run_on_rtl(
     }
     let pool = pool_bytes(&rt, dev.as_mut(), p);
     rt.release(dev.as_mut());
-    Ok((out, pool))
+    Ok((out, pool, timings))
 }
 
 fn cosine(a: &[f32], b: &[f32]) -> f64 {

@@ -131,6 +131,9 @@ pub fn chrome_trace(t: &DeviceTimings) -> String {
                 v.push(o.engine);
             }
         }
+        // The pipeline's order: convolution, then the engines after it.
+        const ORDER: [&str; 6] = ["conv", "sdp", "pdp", "cdp", "rubik", "bdma"];
+        v.sort_by_key(|e| ORDER.iter().position(|o| o == e).unwrap_or(ORDER.len()));
         v
     };
     let origin = t.ops.iter().map(|o| o.enabled).min().unwrap_or(0);
@@ -234,5 +237,56 @@ mod tests {
             "{s}"
         );
         assert!(s.contains("64 bytes read, 32 bytes written"), "{s}");
+    }
+
+    #[test]
+    fn modelled_table_and_timeline_carry_each_operations_cost() {
+        let cost = OpCost {
+            start: 100,
+            end: 1100,
+            shape: "3x3/1 8>8 16x16".into(),
+            macs: 64 * 1000,
+            peak_macs_per_cycle: 64,
+            compute_cycles: 1000,
+            memory_cycles: 300,
+            dram_bytes: 2048,
+            sram_bytes: 0,
+            pole: "MAC",
+        };
+        let t = DeviceTimings {
+            ops: vec![
+                OpTiming {
+                    engine: "sdp",
+                    group: 0,
+                    enabled: 90,
+                    done: Some(1130),
+                    cost: None,
+                },
+                OpTiming {
+                    engine: "conv",
+                    group: 0,
+                    enabled: 100,
+                    done: Some(1120),
+                    cost: Some(cost),
+                },
+            ],
+            total_cycles: 1200,
+            bytes_read: 2048,
+            bytes_written: 0,
+            modelled: true,
+        };
+        let table = timings_table(&t);
+        assert!(table.starts_with("modelled cycles"), "{table}");
+        // 64 000 MACs in 1 000 cycles of a 64-MAC array.
+        assert!(table.contains("100.0"), "{table}");
+        assert!(table.contains("3x3/1 8>8 16x16"), "{table}");
+        let json = chrome_trace(&t);
+        assert_eq!(json.matches("\"ph\":\"X\"").count(), 2, "{json}");
+        assert!(json.contains("\"pole\":\"MAC\""), "{json}");
+        // Tracks in the pipeline's order: conv first.
+        let conv = json.find("\"name\":\"conv\"").unwrap();
+        let sdp = json.find("\"name\":\"sdp\"").unwrap();
+        assert!(conv < sdp, "{json}");
+        assert!(json.contains("\"total_cycles\":1200"), "{json}");
     }
 }

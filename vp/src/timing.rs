@@ -38,19 +38,19 @@ pub struct TimingParams {
     pub sram_bytes_per_cycle: f64,
     /// CVSRAM read latency in cycles.
     pub sram_latency: u64,
-    /// Cycles one CSB register write takes (posted).
-    pub csb_write_cycles: u64,
+    /// Cycles one CSB register write takes on average (posted: a few are queued while
+    /// the bus retires them).
+    pub csb_write_cycles: f64,
     /// Cycles one CSB register read takes (a round trip).
-    pub csb_read_cycles: u64,
-    /// Cycles one write of a LUT entry (`S_LUT_ACCESS_DATA` of SDP or CDP) takes.
-    pub csb_lut_write_cycles: u64,
+    pub csb_read_cycles: f64,
 }
 
 impl TimingParams {
     /// The defaults for `cfg`: each memory interface moves its full data width per cycle
     /// (`PRIMARY_MEMIF_WIDTH`, `SECONDARY_MEMIF_WIDTH`) after 32 cycles of latency, and a
-    /// CSB write takes 1 cycle (6 for a LUT entry) and a read 19: what our RTL harness does
-    /// (docs/rtl.md), so that on nv_small the model and the RTL see the same memory.
+    /// CSB write takes 2.25 cycles on average (four are queued at a cycle each, then the
+    /// fifth waits 6) and a read 19: what our RTL harness does (docs/rtl.md), so that on
+    /// nv_small the model and the RTL see the same memory and bus.
     pub fn for_config(cfg: &HwConfig) -> Self {
         let m = cfg.hw.memif;
         Self {
@@ -58,9 +58,8 @@ impl TimingParams {
             dram_latency: 32,
             sram_bytes_per_cycle: f64::from(m.secondary_width) / 8.0,
             sram_latency: 32,
-            csb_write_cycles: 1,
-            csb_read_cycles: 19,
-            csb_lut_write_cycles: 6,
+            csb_write_cycles: 2.25,
+            csb_read_cycles: 19.0,
         }
     }
 }
@@ -464,6 +463,8 @@ pub struct CycleModel {
     params: TimingParams,
     sdp_throughput: u32,
     now: u64,
+    /// Fractional cycles of register accesses not yet added to `now`.
+    bus: f64,
     busy_until: [u64; 6],
     enables: HashMap<(Block, usize), u64>,
     ops: Vec<TimedOp>,
@@ -491,6 +492,7 @@ impl CycleModel {
             params,
             sdp_throughput: cfg.hw.throughput.sdp_bs,
             now: 0,
+            bus: 0.0,
             busy_until: [0; 6],
             enables: HashMap::new(),
             ops: Vec::new(),
@@ -514,20 +516,14 @@ impl CycleModel {
 
     /// A CSB access happened (a write, or a read).
     pub fn csb(&mut self, write: bool) {
-        self.now += if write {
+        self.bus += if write {
             self.params.csb_write_cycles
         } else {
             self.params.csb_read_cycles
         };
-    }
-
-    /// The CSB write just counted ([`CycleModel::csb`]) wrote a LUT entry, which takes
-    /// longer.
-    pub fn csb_lut_write(&mut self) {
-        self.now += self
-            .params
-            .csb_lut_write_cycles
-            .saturating_sub(self.params.csb_write_cycles);
+        let whole = self.bus.floor();
+        self.now += whole as u64;
+        self.bus -= whole;
     }
 
     /// Software waited until cycle `t` (an interrupt).
@@ -707,9 +703,8 @@ mod tests {
             dram_latency: 32,
             sram_bytes_per_cycle: 0.0,
             sram_latency: 0,
-            csb_write_cycles: 1,
-            csb_read_cycles: 19,
-            csb_lut_write_cycles: 6,
+            csb_write_cycles: 2.25,
+            csb_read_cycles: 19.0,
         }
     }
 
@@ -751,16 +746,17 @@ mod tests {
             &[read(0, 800)],
             &[(IntrSource::Cacc, 0), (IntrSource::Sdp, 0)],
         );
-        // Enabled at cycle 2; 1000 MAC cycles beat 800 / 8 + 32 memory cycles.
+        // Enabled at cycle 4 (two writes of 2.25); 1000 MAC cycles beat 800 / 8 + 32
+        // memory cycles.
         assert_eq!(
             ends,
-            vec![2 + 1000 + 1100, 2 + 1000 + 1100 + FLYING_SDP_TAIL]
+            vec![4 + 1000 + 1100, 4 + 1000 + 1100 + FLYING_SDP_TAIL]
         );
         let ops = m.ops();
         assert_eq!(ops[0].pole, Pole::Mac);
         assert_eq!(ops[0].dram_read, 800);
         assert_eq!(ops[1].track, Track::Sdp);
-        assert_eq!(ops[1].enabled, 1);
+        assert_eq!(ops[1].enabled, 2);
     }
 
     fn nv_small() -> HwConfig {

@@ -406,7 +406,6 @@ impl Vp {
             ids::glb::S_INTR_SET => return self.glb.write_set(value),
             ids::glb::S_INTR_MASK => return self.glb.write_mask(value),
             ids::sdp::S_LUT_ACCESS_DATA | ids::cdp::S_LUT_ACCESS_DATA => {
-                self.timing.csb_lut_write();
                 self.lut_write(t.block, value as u16);
             }
             ids::sdp::S_LUT_ACCESS_CFG | ids::cdp::S_LUT_ACCESS_CFG => {
@@ -688,7 +687,14 @@ impl Vp {
                 ids::sdp::D_DATA_CUBE_HEIGHT,
                 ids::sdp::D_DATA_CUBE_CHANNEL,
             );
-            per(w * h * c, t.sdp_bs, format!("{w}x{h}x{c}"))
+            // Whole memory atoms of the input precision pass through (a cube of 3
+            // channels takes as long as one of 8 on nv_small).
+            let bytes = if f[&Block::Sdp].cur(ids::sdp::D_DATA_FORMAT) & 3 == 0 {
+                1
+            } else {
+                2
+            };
+            per(w * h * padded(c, bytes), t.sdp_bs, format!("{w}x{h}x{c}"))
         };
         let pdp_work = || {
             let (w, h, c) = dims(
@@ -704,10 +710,7 @@ impl Vp {
             };
             per(w * h * padded(c, bytes), t.pdp, format!("{w}x{h}x{c}"))
         };
-        let to_pdp = || {
-            sdp::plan(&self.cfg, &f[&Block::Sdp], &f[&Block::SdpRdma]).to_pdp
-                && self.cfg.hw.features.pdp
-        };
+        let to_pdp = || self.sdp_plan().to_pdp && self.cfg.hw.features.pdp;
         match trigger {
             Block::Cdma => {
                 let layer = conv::Layer::decode(
@@ -824,10 +827,22 @@ impl Vp {
         }
     }
 
-    fn try_sdp(&mut self) -> bool {
+    /// SDP's plan for its consumer group. SDP_RDMA's consumer group counts as this layer's
+    /// (an operand stream left on completes with it) only if it was enabled no later than
+    /// SDP's group: the firmware may enable the next layer's RDMA group while this layer
+    /// runs, and that one waits for its own layer.
+    fn sdp_plan(&self) -> sdp::Plan {
         let sdp_f = &self.files[&Block::Sdp];
         let rdma_f = &self.files[&Block::SdpRdma];
-        let plan = sdp::plan(&self.cfg, sdp_f, rdma_f);
+        let with_layer = rdma_f.consumer_enabled()
+            && self.hazard.enable_time(Block::SdpRdma, rdma_f.consumer)
+                <= self.hazard.enable_time(Block::Sdp, sdp_f.consumer);
+        sdp::plan(&self.cfg, sdp_f, rdma_f, with_layer)
+    }
+
+    fn try_sdp(&mut self) -> bool {
+        let rdma_f = &self.files[&Block::SdpRdma];
+        let plan = self.sdp_plan();
         if plan.needs_rdma && !rdma_f.consumer_enabled() {
             return false;
         }
@@ -854,7 +869,7 @@ impl Vp {
     fn run_sdp(&mut self, cacc: Option<&[i64]>) -> bool {
         let sdp_f = &self.files[&Block::Sdp];
         let rdma_f = &self.files[&Block::SdpRdma];
-        let plan = sdp::plan(&self.cfg, sdp_f, rdma_f);
+        let plan = self.sdp_plan();
         let res = sdp::run(&self.cfg, sdp_f, rdma_f, &self.sdp_lut, &mut self.mem, cacc);
         match res {
             Ok(out) => {
@@ -948,11 +963,7 @@ impl Vp {
         if !conv_blocks.iter().all(|&b| self.enabled(b)) || !self.enabled(Block::Sdp) {
             return false;
         }
-        let plan = sdp::plan(
-            &self.cfg,
-            &self.files[&Block::Sdp],
-            &self.files[&Block::SdpRdma],
-        );
+        let plan = self.sdp_plan();
         if !plan.from_cacc {
             return false; // SDP reads memory; the layer waits for a flying SDP group
         }

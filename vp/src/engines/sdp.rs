@@ -74,8 +74,11 @@ pub struct Plan {
     pub to_pdp: bool,
 }
 
-/// Decodes the data sources of the consumer group.
-pub fn plan(cfg: &HwConfig, sdp: &RegFile, rdma: &RegFile) -> Plan {
+/// Decodes the data sources of the consumer group. `rdma_with_layer`: SDP_RDMA's consumer
+/// group is enabled and belongs to this layer (it was enabled with it, not early for a
+/// later one: the firmware may program and enable the next layer's groups while this
+/// one runs).
+pub fn plan(cfg: &HwConfig, sdp: &RegFile, rdma: &RegFile, rdma_with_layer: bool) -> Plan {
     let fm = sdp.cur_as::<SDP_FEATURE_MODE::Register>(ids::sdp::D_FEATURE_MODE_CFG);
     let flying = fm.matches_all(SDP_FEATURE_MODE::FLYING_MODE::ON);
     let u = &cfg.sdp_units;
@@ -87,7 +90,7 @@ pub fn plan(cfg: &HwConfig, sdp: &RegFile, rdma: &RegFile) -> Plan {
     // compute is disabled whatever its register says, as in the RTL of a build without
     // the unit (`brdma_disable`/`nrdma_disable`/`erdma_disable` tied to 1 without
     // `NVDLA_SDP_{BS,BN,EW}_ENABLE`, `vmod/nvdla/sdp/NV_NVDLA_SDP_rdma.v`).
-    let rdma_on = rdma.consumer_enabled()
+    let rdma_on = rdma_with_layer
         && [
             (ids::sdp_rdma::D_BRDMA_CFG, u.bs),
             (ids::sdp_rdma::D_NRDMA_CFG, u.bn),
