@@ -215,6 +215,23 @@ pub trait Device {
     /// for [`Device::take_timings`]. Devices that measure (the RTL) always do; the others
     /// ignore it.
     fn set_profiling(&mut self, _on: bool) {}
+
+    /// The memory timing a device that estimates cycles should assume instead of its
+    /// defaults (the in-process model; docs/performance.md). The others ignore it.
+    fn set_memory_timing(&mut self, _t: &MemoryTiming) {}
+}
+
+/// Memory timing for a cycle model: each field replaces the model's default when set.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct MemoryTiming {
+    /// DRAM (MCIF) bytes per cycle.
+    pub dram_bytes_per_cycle: Option<f64>,
+    /// DRAM read latency in cycles.
+    pub dram_latency: Option<u64>,
+    /// CVSRAM (CVIF) bytes per cycle.
+    pub sram_bytes_per_cycle: Option<f64>,
+    /// CVSRAM read latency in cycles.
+    pub sram_latency: Option<u64>,
 }
 
 /// One hardware operation as the device timed it, in clock cycles of the accelerator.

@@ -33,6 +33,9 @@ pub trait HostedOs: KmdOs {
 
     /// Keep a timeline for [`HostedOs::take_timings`] (a model that estimates cycles).
     fn set_profiling(&mut self, _on: bool) {}
+
+    /// The memory timing a model that estimates cycles assumes.
+    fn set_memory_timing(&mut self, _t: &crate::device::MemoryTiming) {}
 }
 
 /// The driver's account of a failed submit, with the hardware's diagnosis.
@@ -227,5 +230,9 @@ impl<O: HostedOs> Device for HostedDevice<O> {
 
     fn set_profiling(&mut self, on: bool) {
         self.kmd.os_mut().set_profiling(on);
+    }
+
+    fn set_memory_timing(&mut self, t: &crate::device::MemoryTiming) {
+        self.kmd.os_mut().set_memory_timing(t);
     }
 }

@@ -412,6 +412,23 @@ impl HostedOs for VpOs {
     fn set_profiling(&mut self, on: bool) {
         self.profile = on;
     }
+
+    fn set_memory_timing(&mut self, t: &crate::device::MemoryTiming) {
+        let mut p = *self.vp.timing().params();
+        if let Some(b) = t.dram_bytes_per_cycle {
+            p.dram_bytes_per_cycle = b;
+        }
+        if let Some(l) = t.dram_latency {
+            p.dram_latency = l;
+        }
+        if let Some(b) = t.sram_bytes_per_cycle {
+            p.sram_bytes_per_cycle = b;
+        }
+        if let Some(l) = t.sram_latency {
+            p.sram_latency = l;
+        }
+        self.vp.timing_mut().set_params(p);
+    }
 }
 
 /// An in-process NVDLA: [`nvdla_kmd::Kmd`] + firmware + the hardware model, as a

@@ -114,6 +114,21 @@ pub struct Args {
     /// one track per engine. Implies --profile.
     #[arg(long, value_name = "FILE")]
     pub timeline: Option<PathBuf>,
+    /// Cycle model: DRAM bandwidth in bytes per cycle (default: the build's memory
+    /// interface width, 8 on nv_small, 64 on nv_full; NVIDIA's estimator assumes 10 at
+    /// 1 GHz, i.e. 10 GB/s).
+    #[arg(long, value_name = "BYTES", value_parser = parse_scale)]
+    pub dram_bandwidth: Option<f32>,
+    /// Cycle model: DRAM read latency in cycles (default 32, our RTL harness's).
+    #[arg(long, value_name = "CYCLES")]
+    pub dram_latency: Option<u64>,
+    /// Cycle model: CVSRAM bandwidth in bytes per cycle (default: the secondary memory
+    /// interface's width).
+    #[arg(long, value_name = "BYTES", value_parser = parse_scale)]
+    pub sram_bandwidth: Option<f32>,
+    /// Cycle model: CVSRAM read latency in cycles (default 32).
+    #[arg(long, value_name = "CYCLES")]
+    pub sram_latency: Option<u64>,
 }
 
 fn parse_address(s: &str) -> Result<u64, String> {
@@ -592,6 +607,12 @@ fn run_args(
     } else {
         let mut dev = opener(&args.device, args.config).map_err(|e| AppError(e.to_string()))?;
         dev.set_profiling(args.profile || args.timeline.is_some());
+        dev.set_memory_timing(&nvdla_port::device::MemoryTiming {
+            dram_bytes_per_cycle: args.dram_bandwidth.map(f64::from),
+            dram_latency: args.dram_latency,
+            sram_bytes_per_cycle: args.sram_bandwidth.map(f64::from),
+            sram_latency: args.sram_latency,
+        });
         infer_with(
             dev.as_mut(),
             &bytes,

@@ -577,10 +577,9 @@ impl CycleModel {
         let enabled = self.enable_time(lead.trigger(), group);
         // Every track it occupies must be free (a fused SDP waits for its own previous
         // group too).
-        let start = work
-            .iter()
-            .map(|(k, _)| self.busy_until[k.index()])
-            .fold(enabled, u64::max);
+        // It starts when its own engine is free; the engines it feeds on the fly take
+        // its output only when they are done with their previous operation.
+        let start = enabled.max(self.busy_until[lead.index()]);
         let compute = work
             .iter()
             .map(|(_, w)| w.compute_cycles)
@@ -610,13 +609,13 @@ impl CycleModel {
         let mut ends: HashMap<Track, u64> = HashMap::new();
         for (i, (track, w)) in work.iter().enumerate() {
             let track = *track;
-            // Tracks fed on the fly end after the one feeding them.
-            let e = end
-                + if i == 0 {
-                    0
-                } else {
-                    FLYING_SDP_TAIL * i as u64
-                };
+            // Tracks fed on the fly end after the one feeding them (and after their own
+            // previous operation).
+            let e = if i == 0 {
+                end
+            } else {
+                end.max(self.busy_until[track.index()]) + FLYING_SDP_TAIL * i as u64
+            };
             ends.insert(track, e);
             self.busy_until[track.index()] = e;
             let group_of = |k: Track| {
