@@ -59,6 +59,10 @@ enum Cmd {
         /// `rtl:HARNESS` (that harness program). Each test gets a fresh harness.
         #[arg(long, default_value = "model", value_name = "DEVICE", value_parser = parse_device)]
         device: Device,
+        /// Append each test's cycles to its line: from reset to the end of the test, the
+        /// cycle model's estimate (model) or the RTL's count (rtl); docs/performance.md.
+        #[arg(long)]
+        cycles: bool,
     },
     /// Convolution throughput: a 56x56x64 input with 3x3x64x64 kernels (int8 and fp16)
     /// through the model (programmed over the CSB) and through a plain reference
@@ -259,6 +263,7 @@ fn main() -> ExitCode {
             config,
             log_regs,
             device,
+            cycles,
         } => {
             let forced = match config.as_deref().map(str::parse::<HwConfig>).transpose() {
                 Ok(c) => c,
@@ -294,10 +299,21 @@ fn main() -> ExitCode {
                         trace::TestKind::Txn(f) | trace::TestKind::Cfg(f) => f.clone(),
                     };
                     let cfg = forced.unwrap_or_else(|| trace::infer_config(&file));
-                    let verdict = match &rtl {
-                        None => trace::run_test(&t, cfg, &opts).map(Verdict::Outcome),
-                        Some(l) => rtl_trace::run_test(&t, cfg, l, &opts),
+                    let timed = match &rtl {
+                        None => trace::run_test_timed(&t, cfg, &opts)
+                            .map(|(o, c)| (Verdict::Outcome(o), c)),
+                        Some(l) => rtl_trace::run_test_timed(&t, cfg, l, &opts),
                     };
+                    let (verdict, count) = match timed {
+                        Ok((v, c)) => (Ok(v), c),
+                        Err(e) => (Err(e), 0),
+                    };
+                    let name = if cycles && count > 0 {
+                        format!("{} [{count} cycles]", t.name)
+                    } else {
+                        t.name.clone()
+                    };
+                    let t = trace::TestCase { name, ..t.clone() };
                     match verdict {
                         Ok(Verdict::AsBuilt(r)) => {
                             out(format_args!("PASS (as built) {}: {r}", t.name));

@@ -304,35 +304,52 @@ pub enum Verdict {
 
 /// Runs `test` on a fresh RTL harness (see the module documentation). `cfg` is the build
 /// the test is for: the RTL is nv_small's, so any other build fails.
-pub fn run_test(
+/// Returns the verdict and the RTL's clock cycles from the end of its reset to the end of
+/// the test (register accesses and operations, as the model's cycle model counts them).
+pub fn run_test_timed(
     test: &TestCase,
     cfg: HwConfig,
     launch: &RtlLaunch,
     opts: &Options,
-) -> Result<Verdict, TraceError> {
+) -> Result<(Verdict, u64), TraceError> {
     if let Some(o) = trace::not_runnable(test) {
-        return Ok(Verdict::Outcome(o));
+        return Ok((Verdict::Outcome(o), 0));
     }
     if cfg.hw.name != nvdla_hw::NV_SMALL.name {
-        return Ok(Verdict::Outcome(Outcome::Fail(format!(
-            "the RTL is nv_small's; this test is for {} (see --config)",
-            cfg.name()
-        ))));
+        return Ok((
+            Verdict::Outcome(Outcome::Fail(format!(
+                "the RTL is nv_small's; this test is for {} (see --config)",
+                cfg.name()
+            ))),
+            0,
+        ));
     }
     let started = Instant::now();
     let mut rtl = match RtlTarget::launch(launch, opts.log_regs) {
         Ok(t) => t,
-        Err(e) => return Ok(Verdict::Outcome(Outcome::Fail(e.to_string()))),
+        Err(e) => return Ok((Verdict::Outcome(Outcome::Fail(e.to_string())), 0)),
     };
+    let reset = rtl.cycle();
     let mut checks = Checks::keep_going();
     let outcome = trace::run_on(test, &mut rtl, &mut checks)?;
+    let cycles = rtl.cycle().saturating_sub(reset);
     log::info!(
-        "{}: {} cycles, {:.1} s",
+        "{}: {cycles} cycles, {:.1} s",
         test.name,
-        rtl.cycle(),
         started.elapsed().as_secs_f64()
     );
     drop(rtl);
+    Ok((judge(test, cfg, outcome, &checks)?, cycles))
+}
+
+/// The verdict on a run on the RTL: its outcome, or, when only its checks failed, the
+/// comparison with the model as built.
+fn judge(
+    test: &TestCase,
+    cfg: HwConfig,
+    outcome: Outcome,
+    checks: &Checks,
+) -> Result<Verdict, TraceError> {
     let Outcome::Fail(why) = outcome else {
         return Ok(Verdict::Outcome(outcome));
     };

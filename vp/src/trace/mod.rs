@@ -311,12 +311,32 @@ pub fn not_runnable(test: &TestCase) -> Option<Outcome> {
 /// Runs one test on a fresh platform. A test whose data files are missing
 /// ([`missing_files`]) is [`Outcome::NotRunnable`] and does not run.
 pub fn run_test(test: &TestCase, cfg: HwConfig, opts: &Options) -> Result<Outcome, TraceError> {
+    run_test_timed(test, cfg, opts).map(|(o, _)| o)
+}
+
+/// [`run_test`], with the cycles the cycle model counted from reset to the end of the test
+/// (register accesses and operations; [`crate::timing`]), 0 for a test not run.
+pub fn run_test_timed(
+    test: &TestCase,
+    cfg: HwConfig,
+    opts: &Options,
+) -> Result<(Outcome, u64), TraceError> {
     if let Some(o) = not_runnable(test) {
-        return Ok(o);
+        return Ok((o, 0));
     }
     let mut vp = Vp::new(cfg);
     vp.set_log_regs(opts.log_regs);
-    run_on(test, &mut vp, &mut Checks::default())
+    let outcome = run_on(test, &mut vp, &mut Checks::default())?;
+    vp.run_pending();
+    let end = vp
+        .timing()
+        .ops()
+        .iter()
+        .map(|o| o.end)
+        .max()
+        .unwrap_or(0)
+        .max(vp.timing().now());
+    Ok((outcome, end))
 }
 
 /// Runs one test on `target`, which should be fresh (at reset, memory cleared), and
