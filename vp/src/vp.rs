@@ -703,12 +703,28 @@ impl Vp {
                 ids::pdp::D_DATA_CUBE_IN_HEIGHT,
                 ids::pdp::D_DATA_CUBE_IN_CHANNEL,
             );
-            let bytes = if f[&Block::Pdp].cur(ids::pdp::D_DATA_FORMAT) & 3 == 0 {
+            let pdp = &f[&Block::Pdp];
+            let bytes = if pdp.cur(ids::pdp::D_DATA_FORMAT) & 3 == 0 {
                 1
             } else {
                 2
             };
-            per(w * h * padded(c, bytes), t.pdp, format!("{w}x{h}x{c}"))
+            use ids::pdp::D_POOLING_KERNEL_CFG as K;
+            let kernel = pdp.field(K, K::KERNEL_WIDTH) as usize + 1;
+            let stride = pdp.field(K, K::KERNEL_STRIDE_WIDTH) as usize + 1;
+            // More than 4 windows overlapping a column (kernel width over 4 strides)
+            // cost each input line and surface kernel-1 more passes (measured on the
+            // nv_small RTL: kernels 5 to 8 at stride 1, docs/performance.md).
+            let extra = if kernel > 4 * stride {
+                (kernel - 1) * h * padded(c, bytes)
+            } else {
+                0
+            };
+            per(
+                w * h * padded(c, bytes) + extra,
+                t.pdp,
+                format!("{w}x{h}x{c} k{kernel}/{stride}"),
+            )
         };
         let to_pdp = || self.sdp_plan().to_pdp && self.cfg.hw.features.pdp;
         match trigger {
