@@ -713,8 +713,9 @@ impl Vp {
             let kernel = pdp.field(K, K::KERNEL_WIDTH) as usize + 1;
             let stride = pdp.field(K, K::KERNEL_STRIDE_WIDTH) as usize + 1;
             // More than 4 windows overlapping a column (kernel width over 4 strides)
-            // cost each input line and surface kernel-1 more passes (measured on the
-            // nv_small RTL: kernels 5 to 8 at stride 1, docs/performance.md).
+            // cost kernel-1 more cycles per input line and channel, whatever the width
+            // (measured on the nv_small RTL: kernels 5 to 8 at stride 1,
+            // docs/performance.md).
             let extra = if kernel > 4 * stride {
                 (kernel - 1) * h * padded(c, bytes)
             } else {
