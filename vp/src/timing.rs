@@ -20,12 +20,13 @@
 //! per-operation records ([`TimedOp`]) say which bound was the long pole, as NVIDIA's
 //! performance estimator names them (MAC, DRAM, CVSRAM).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use crate::config::HwConfig;
+use crate::engines::{conv, Precision};
 use crate::glb::IntrSource;
 use crate::mem::{Access, RamType};
-use crate::regs::Block;
+use crate::regs::{ids, Block, Reg, RegFile};
 
 /// Memory and register-bus timing the model assumes. Defaults: [`TimingParams::for_config`].
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -689,6 +690,195 @@ impl CycleModel {
     /// The operations timed so far.
     pub fn ops(&self) -> &[TimedOp] {
         &self.ops
+    }
+}
+
+/// Bytes per element of the input precision in a `D_DATA_FORMAT`-like register (bits 1:0:
+/// 0 int8, else 16-bit).
+fn element_bytes(file: &RegFile, reg: Reg) -> usize {
+    if file.cur(reg) & 3 == 0 {
+        1
+    } else {
+        2
+    }
+}
+
+/// What the operation `trigger` starts would compute, from its consumer groups'
+/// registers: the tracks it occupies (the first leads; `to_pdp`: its SDP feeds the PDP on
+/// the fly) and each one's work. Registers that do not decode give no work (the run then
+/// faults).
+pub(crate) fn work_of(
+    cfg: &HwConfig,
+    files: &BTreeMap<Block, RegFile>,
+    trigger: Block,
+    to_pdp: bool,
+) -> Vec<(Track, Work)> {
+    let f = files;
+    let t = cfg.hw.throughput;
+    let per = |elements: usize, rate: u32, shape: String| Work {
+        shape,
+        macs: 0,
+        compute_cycles: (elements as u64).div_ceil(u64::from(rate.max(1))),
+        peak_macs_per_cycle: 0,
+        conv: None,
+    };
+    // Channels padded to whole memory atoms of precision `bytes`.
+    let atom = cfg.hw.memory_atomic as usize;
+    let padded = |c: usize, bytes: usize| c.next_multiple_of((atom / bytes.max(1)).max(1));
+    let dims = |file: Block, w: Reg, h: Reg, c: Reg| {
+        f.get(&file).map_or((0, 0, 0), |r| {
+            let d = |n: Reg| (r.cur(n) & 0x1fff) as usize + 1;
+            (d(w), d(h), d(c))
+        })
+    };
+    let sdp_work = || {
+        let (w, h, c) = dims(
+            Block::Sdp,
+            ids::sdp::D_DATA_CUBE_WIDTH,
+            ids::sdp::D_DATA_CUBE_HEIGHT,
+            ids::sdp::D_DATA_CUBE_CHANNEL,
+        );
+        // Whole memory atoms of the input precision pass through (a cube of 3
+        // channels takes as long as one of 8 on nv_small).
+        let bytes = element_bytes(&f[&Block::Sdp], ids::sdp::D_DATA_FORMAT);
+        per(w * h * padded(c, bytes), t.sdp_bs, format!("{w}x{h}x{c}"))
+    };
+    let pdp_work = || {
+        let (w, h, c) = dims(
+            Block::Pdp,
+            ids::pdp::D_DATA_CUBE_IN_WIDTH,
+            ids::pdp::D_DATA_CUBE_IN_HEIGHT,
+            ids::pdp::D_DATA_CUBE_IN_CHANNEL,
+        );
+        let pdp = &f[&Block::Pdp];
+        let bytes = element_bytes(pdp, ids::pdp::D_DATA_FORMAT);
+        use ids::pdp::D_POOLING_KERNEL_CFG as K;
+        let kernel = pdp.field(K, K::KERNEL_WIDTH) as usize + 1;
+        let stride = pdp.field(K, K::KERNEL_STRIDE_WIDTH) as usize + 1;
+        // More than 4 windows overlapping a column (kernel width over 4 strides)
+        // cost kernel-1 more cycles per input line and channel, whatever the width
+        // (measured on the nv_small RTL: kernels 5 to 8 at stride 1,
+        // docs/performance.md).
+        let extra = if kernel > 4 * stride {
+            (kernel - 1) * h * padded(c, bytes)
+        } else {
+            0
+        };
+        per(
+            w * h * padded(c, bytes) + extra,
+            t.pdp,
+            format!("{w}x{h}x{c} k{kernel}/{stride}"),
+        )
+    };
+    match trigger {
+        Block::Cdma => {
+            let layer = conv::Layer::decode(
+                cfg,
+                &f[&Block::Cdma],
+                &f[&Block::Csc],
+                [&f[&Block::CmacA], &f[&Block::CmacB]],
+                &f[&Block::Cacc],
+            );
+            let conv = layer.map_or(Work::default(), |l| {
+                let ac = cfg.hw.atomic_c.max(1) as u64;
+                // 16-bit precisions use the MAC cells in pairs (hwarch, "Convolution
+                // MAC"): half the kernels per cycle.
+                let ak = match l.prec {
+                    Precision::Int8 => cfg.hw.atomic_k,
+                    _ => cfg.hw.atomic_k / 2,
+                }
+                .max(1) as u64;
+                let g = l.geom;
+                let (ow, oh, k) = (g.out_w as u64, g.out_h as u64, g.k as u64);
+                let b = l.batches.max(1) as u64;
+                let macs = b * ow * oh * k * (g.r * g.s * g.in_c) as u64;
+                let groups = k.div_ceil(ak).max(1);
+                let cycles = match l.wino {
+                    // F(2x2, 3x3): 16 products per channel, kernel and 2x2 outputs
+                    // instead of 36 (hwarch, "Winograd").
+                    Some(w) => {
+                        let wg = w.geom;
+                        b * (wg.out_w * wg.out_h) as u64
+                            * 4
+                            * (wg.in_c as u64).div_ceil(4 * ac)
+                            * (wg.k as u64).div_ceil(ak)
+                    }
+                    None => {
+                        let rows = g.r.div_ceil(g.y_ext.max(1)) as u64;
+                        b * ow
+                            * oh
+                            * rows
+                            * g.s as u64
+                            * (g.in_c as u64).div_ceil(g.lanes.max(1) as u64).max(1)
+                            * k.div_ceil(ak)
+                    }
+                };
+                Work {
+                    shape: format!(
+                        "{}x{}/{} {}>{} {}x{}{}",
+                        g.s,
+                        g.r,
+                        g.sx,
+                        g.in_c,
+                        g.k,
+                        g.out_w,
+                        g.out_h,
+                        if l.wino.is_some() { " wino" } else { "" }
+                    ),
+                    macs,
+                    compute_cycles: cycles,
+                    peak_macs_per_cycle: ac * ak,
+                    conv: Some(ConvWork {
+                        kernel_groups: groups,
+                        mac_cycles_per_group: cycles / groups,
+                        weight_blocks_per_group: (cycles / groups)
+                            .checked_div(b * ow * oh)
+                            .unwrap_or(0),
+                        out_pixels: b * ow * oh,
+                        group_kernels: ak,
+                        kernels: k,
+                        data_bytes: (b * l.cdma_w as u64 * l.cdma_h as u64)
+                            * (l.cdma_c as u64 * u64::from(l.prec.bytes()))
+                                .next_multiple_of(u64::from(l.atom.max(1))),
+                        weight_bytes: l.weight_bytes,
+                        data_surfaces: (l.cdma_c as u64 * u64::from(l.prec.bytes()))
+                            .div_ceil(u64::from(l.atom.max(1))),
+                        weight_capacity_bytes: u64::from(l.weight_banks)
+                            * conv::cbuf_entries_per_bank(cfg)
+                            * u64::from(conv::cbuf_entry_bytes(cfg)),
+                    }),
+                }
+            });
+            let mut v = vec![(Track::Conv, conv), (Track::Sdp, sdp_work())];
+            if to_pdp {
+                v.push((Track::Pdp, pdp_work()));
+            }
+            v
+        }
+        Block::Sdp => {
+            let mut v = vec![(Track::Sdp, sdp_work())];
+            if to_pdp {
+                v.push((Track::Pdp, pdp_work()));
+            }
+            v
+        }
+        Block::Pdp => vec![(Track::Pdp, pdp_work())],
+        Block::Cdp => {
+            let (w, h, c) = dims(
+                Block::CdpRdma,
+                ids::cdp_rdma::D_DATA_CUBE_WIDTH,
+                ids::cdp_rdma::D_DATA_CUBE_HEIGHT,
+                ids::cdp_rdma::D_DATA_CUBE_CHANNEL,
+            );
+            let bytes = element_bytes(&f[&Block::Cdp], ids::cdp::D_DATA_FORMAT);
+            vec![(
+                Track::Cdp,
+                per(w * h * padded(c, bytes), t.cdp, format!("{w}x{h}x{c}")),
+            )]
+        }
+        Block::Rubik => vec![(Track::Rubik, Work::default())],
+        Block::Bdma => vec![(Track::Bdma, Work::default())],
+        _ => Vec::new(),
     }
 }
 
