@@ -755,12 +755,14 @@ pub(crate) fn work_of(
         use ids::pdp::D_POOLING_KERNEL_CFG as K;
         let kernel = pdp.field(K, K::KERNEL_WIDTH) as usize + 1;
         let stride = pdp.field(K, K::KERNEL_STRIDE_WIDTH) as usize + 1;
-        // More than 4 windows overlapping a column (kernel width over 4 strides)
-        // cost kernel-1 more cycles per input line and channel, whatever the width
+        // More than 4 windows overlapping a column (kernel width over 4 strides, and as
+        // many output columns) cost windows-1 more cycles per input line and channel
         // (measured on the nv_small RTL: kernels 5 to 8 at stride 1,
         // docs/performance.md).
-        let extra = if kernel > 4 * stride {
-            (kernel - 1) * h * padded(c, bytes)
+        let out_w = (pdp.cur(ids::pdp::D_DATA_CUBE_OUT_WIDTH) & 0x1fff) as usize + 1;
+        let windows = kernel.div_ceil(stride).min(out_w);
+        let extra = if windows > 4 {
+            (windows - 1) * h * padded(c, bytes)
         } else {
             0
         };
