@@ -3,22 +3,22 @@
 //! The model computes each operation at once; this module gives it a clock. Software's
 //! register accesses take CSB cycles ([`TimingParams::csb_write_cycles`],
 //! [`TimingParams::csb_read_cycles`]). An enabled operation starts when its engine is free
-//! (an engine runs its two register groups in turn) and lasts
-//! `max(compute, memory) + fixed` cycles:
+//! (an engine runs its two register groups in turn) and lasts:
 //!
-//! - compute: a convolution's MAC cycles (one atomic-C by atomic-K block of multiply-adds
-//!   per cycle, atomic K halved in 16-bit precisions: hwarch "Convolution MAC"), or the
-//!   elements an SDP, PDP or CDP processes divided by the build's `*_THROUGHPUT`;
-//! - memory: the bytes the operation's DMAs moved, per interface, divided by the
-//!   interface's bandwidth ([`TimingParams`]);
-//! - fixed: the pipeline's fill and drain, per engine ([`FIXED`]), measured on NVIDIA's
-//!   nv_small RTL (docs/performance.md).
+//! - a direct convolution: the schedule of the nv_small RTL's pipeline ([`conv_cycles`]:
+//!   the input loaded first, then stripes of MAC packages, CACC's one-stripe delivery to
+//!   the flying SDP, weights arriving by kernel group);
+//! - any other operation: `max(compute, memory) + fixed`, where compute is the elements an
+//!   SDP, PDP or CDP processes divided by the build's `*_THROUGHPUT`, memory the bytes its
+//!   DMAs moved (per interface, from the model's access log) at the interface's bandwidth
+//!   ([`TimingParams`]), and fixed its fill and drain ([`FIXED`]).
 //!
-//! Its done interrupts arrive at its end, and [`crate::Vp`] delivers them in that order,
-//! advancing the clock to each when software waits for the line: the firmware then runs
-//! the schedule it would run on silicon, engines overlapping as it enables them. The
-//! per-operation records ([`TimedOp`]) say which bound was the long pole, as NVIDIA's
-//! performance estimator names them (MAC, DRAM, CVSRAM).
+//! The constants were measured on NVIDIA's nv_small RTL with our harness
+//! (docs/performance.md). Its done interrupts arrive at its end, and [`crate::Vp`] delivers
+//! them in that order, advancing the clock to each when software waits for the line: the
+//! firmware then runs the schedule it would run on silicon, engines overlapping as it
+//! enables them. The per-operation records ([`TimedOp`]) say which bound was the long pole,
+//! as NVIDIA's performance estimator names them (MAC, DRAM, CVSRAM).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -146,10 +146,10 @@ impl Track {
     }
 }
 
-/// Cycles an operation takes besides its compute and its memory traffic: the pipeline's
-/// fill and drain. Measured on NVIDIA's nv_small RTL with our harness (docs/performance.md):
-/// a convolution's enable to CACC done exceeds its MAC cycles by about 1 100 cycles,
-/// a PDP's by about 100.
+/// Cycles an operation other than a direct convolution takes besides its compute and its
+/// memory traffic: the pipeline's fill and drain. Measured on NVIDIA's nv_small RTL with our
+/// harness (docs/performance.md): a standalone SDP or a PDP takes about 100 more than its
+/// elements. The convolution's entry serves only registers [`conv_cycles`] cannot decode.
 pub const FIXED: [(Track, u64); 6] = [
     (Track::Conv, 1100),
     (Track::Sdp, 100),
