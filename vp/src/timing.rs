@@ -159,6 +159,9 @@ pub const FIXED: [(Track, u64); 6] = [
     (Track::Bdma, 100),
 ];
 
+/// Operations a timeline keeps until it is taken ([`CycleModel::take_ops`]).
+pub const MAX_TIMED_OPS: usize = 1 << 16;
+
 /// Cycles a flying SDP (fed by CACC) takes after the convolution's end: its last
 /// writes.
 pub const FLYING_SDP_TAIL: u64 = 20;
@@ -653,6 +656,11 @@ impl CycleModel {
                     .filter(|(s, _)| Track::of_source(*s) == track)
                     .collect(),
             });
+        }
+        // A platform nobody takes the timeline from (a long-running server) keeps the
+        // latest operations only.
+        if self.ops.len() > MAX_TIMED_OPS {
+            self.ops.drain(..MAX_TIMED_OPS / 2);
         }
         dones
             .iter()
