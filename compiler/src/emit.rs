@@ -533,6 +533,23 @@ impl Ctx<'_> {
                 }
             }
         }
+        // A convolution has no edge to the SDP engine of its own (its flying SDP is bound to
+        // it), so the SDP operations that must wait for it wait for its flying SDP, which
+        // completes after it: that SDP's chain to the next one then carries "completed".
+        // (Without this, a batch's second SDP overwrote what the first item's convolution
+        // was still reading: ONNX's test_ConstantPad2d.)
+        for j in 0..n.saturating_sub(1) {
+            let fused = matches!(p.ops[dops[j].op].kind, HwOpKind::Conv(_))
+                && dops[j].ty == OpType::Conv
+                && dops[j + 1].ty == OpType::Sdp;
+            if fused {
+                let (to_sdp, rest): (Vec<usize>, Vec<usize>) = need[j]
+                    .iter()
+                    .partition(|&&k| dops[k].ty == OpType::Sdp && k > j + 1);
+                need[j] = rest;
+                need[j + 1].extend(to_sdp);
+            }
+        }
         // Data edges, one per engine: the earliest reader of each engine; later ones of
         // that engine follow it through the chain of completions.
         const ENGINES: [OpType; 5] = [
