@@ -4,7 +4,8 @@
 //! value of every tensor, so that the per-layer comparison tool and the int8 calibrator can
 //! read any layer, not only the network outputs. It is the numerical truth the compiled
 //! network (fp16 / int8 on the hardware or the VP) is measured against, so it favours
-//! clarity and accuracy over speed: plain loops over NCHW row-major data.
+//! accuracy over speed: loops over NCHW row-major data (convolutions over each output plane
+//! at once, on every core, in an order that gives the per-output loop's bits).
 //!
 //! Semantics are Caffe's, as each [`Op`] variant documents; the points where a choice had to
 //! be made:
@@ -415,38 +416,58 @@ fn conv(x: &[f32], xs: Shape, p: &Conv, ys: Shape) -> Result<Vec<f32>, String> {
     )?;
     let bias = bias_values(p.bias.as_ref(), k_total)?;
     let (h, wd) = (xs.h, xs.w);
+    let (oh, ow) = (ys.h, ys.w);
     let mut y = vec![0f32; ys.elements()];
-    let mut out = 0;
-    for n in 0..xs.n {
-        for ko in 0..k_total {
-            let gi = ko / kg;
-            for oy in 0..ys.h {
-                for ox in 0..ys.w {
-                    let mut acc = 0f64;
-                    for ci in 0..cg {
-                        let c = gi * cg + ci;
-                        let plane = &x[(n * xs.c + c) * h * wd..][..h * wd];
-                        let wk = &w[(ko * cg + ci) * kh * kw..][..kh * kw];
-                        for ky in 0..kh {
-                            let Some(iy) = (oy * sh + ky * dh).checked_sub(pt).filter(|&v| v < h)
-                            else {
-                                continue;
-                            };
-                            for kx in 0..kw {
-                                let Some(ix) =
-                                    (ox * sw + kx * dw).checked_sub(pl).filter(|&v| v < wd)
-                                else {
-                                    continue;
-                                };
-                                acc += f64::from(plane[iy * wd + ix]) * f64::from(wk[ky * kw + kx]);
+    // One output plane per task. Within a plane, each tap `(ci, ky, kx)` is added to every
+    // output it reaches, taps in that order: every output receives the same products in
+    // the same order as a per-output loop over `ci, ky, kx` skipping the padding, so the
+    // sums are the same to the bit (the products of two f32 are exact in f64, so a fused
+    // multiply-add could not differ either), whatever the thread count.
+    let plane_task = |(i, yplane): (usize, &mut [f32])| {
+        let (n, ko) = (i / k_total, i % k_total);
+        let gi = ko / kg;
+        let mut acc = vec![0f64; oh * ow];
+        for ci in 0..cg {
+            let c = gi * cg + ci;
+            let plane = &x[(n * xs.c + c) * h * wd..][..h * wd];
+            let wk = &w[(ko * cg + ci) * kh * kw..][..kh * kw];
+            for ky in 0..kh {
+                for kx in 0..kw {
+                    // Outputs whose column `ox * sw + kx * dw - pl` is inside the input.
+                    let first = (pl.saturating_sub(kx * dw)).div_ceil(sw);
+                    let end = (wd + pl).saturating_sub(kx * dw).div_ceil(sw).min(ow);
+                    if first >= end {
+                        continue;
+                    }
+                    let x0 = first * sw + kx * dw - pl;
+                    let wv = f64::from(wk[ky * kw + kx]);
+                    for oy in 0..oh {
+                        let Some(iy) = (oy * sh + ky * dh).checked_sub(pt).filter(|&v| v < h)
+                        else {
+                            continue;
+                        };
+                        let row = &plane[iy * wd + x0..];
+                        let a = &mut acc[oy * ow + first..oy * ow + end];
+                        if sw == 1 {
+                            for (o, &v) in a.iter_mut().zip(row) {
+                                *o += f64::from(v) * wv;
+                            }
+                        } else {
+                            for (o, &v) in a.iter_mut().zip(row.iter().step_by(sw)) {
+                                *o += f64::from(v) * wv;
                             }
                         }
                     }
-                    y[out] = (acc + bias[ko]) as f32;
-                    out += 1;
                 }
             }
         }
+        for (o, a) in yplane.iter_mut().zip(acc) {
+            *o = (a + bias[ko]) as f32;
+        }
+    };
+    if oh * ow > 0 {
+        use rayon::prelude::*;
+        y.par_chunks_mut(oh * ow).enumerate().for_each(plane_task);
     }
     Ok(y)
 }

@@ -71,6 +71,9 @@ enum Cmd {
         /// Timed runs per precision (the best is reported).
         #[arg(long, default_value_t = 3)]
         runs: u32,
+        /// Only this precision (default: int8 and fp16).
+        #[arg(long, value_parser = ["int8", "fp16"])]
+        precision: Option<String>,
     },
     /// Serve KMD + firmware + the model on a Unix socket for
     /// `nvdla-runtime --device socket:PATH`, until SIGTERM or SIGINT; or, with
@@ -219,7 +222,7 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
-        Cmd::Bench { runs } => {
+        Cmd::Bench { runs, precision } => {
             if cfg!(debug_assertions) {
                 eprintln!("warning: debug build; figures are meaningless without --release");
             }
@@ -227,7 +230,13 @@ fn main() -> ExitCode {
             for prec in [
                 nvdla_vp::engines::Precision::Int8,
                 nvdla_vp::engines::Precision::Fp16,
-            ] {
+            ]
+            .into_iter()
+            .filter(|p| {
+                precision
+                    .as_deref()
+                    .is_none_or(|n| format!("{p:?}").eq_ignore_ascii_case(n))
+            }) {
                 match nvdla_vp::bench::run(prec, runs) {
                     Ok(f) => out(format_args!(
                         "{:?}: {} MAC/layer, best of {}: model {:.3} s = {:.2} GMAC/s, \

@@ -119,6 +119,26 @@ pub struct CubeLayout {
 /// [`EngineError::Unsupported`] instead of exhausting host memory.
 pub const MAX_CUBE_ELEMENTS: usize = 1 << 28;
 
+/// Splits `0..n` into parts (a few per core, so a busy core does not hold the others
+/// back) and runs `f` on each on rayon's pool; the results come back in order. Callers
+/// compute every output element whole within one part, so results do not depend on the
+/// number of threads.
+pub(crate) fn par_ranges<T: Send>(
+    n: usize,
+    f: impl Fn(std::ops::Range<usize>) -> T + Sync + Send,
+) -> Vec<T> {
+    use rayon::prelude::*;
+    let parts = (rayon::current_num_threads() * 4).min(n).max(1);
+    if parts == 1 || rayon::current_num_threads() == 1 {
+        return vec![f(0..n)];
+    }
+    let per = n.div_ceil(parts);
+    (0..n.div_ceil(per))
+        .into_par_iter()
+        .map(|t| f(t * per..((t + 1) * per).min(n)))
+        .collect()
+}
+
 /// Checks `w * h * c` against [`MAX_CUBE_ELEMENTS`].
 pub fn check_cube(block: &'static str, w: usize, h: usize, c: usize) -> Result<(), EngineError> {
     match w.checked_mul(h).and_then(|v| v.checked_mul(c)) {

@@ -1048,6 +1048,10 @@ fn load_operands(
     })
 }
 
+/// Cubes of at least this many elements are processed on several cores (one channel
+/// per task; each element is computed whole by one task).
+const PARALLEL_ELEMENTS: usize = 1 << 15;
+
 /// Runs one layer of the consumer group. Returns the output cube when it goes to PDP.
 pub fn run(
     cfg: &HwConfig,
@@ -1241,96 +1245,105 @@ pub fn run(
     let cvt_offset = sext(sdp.cur(ids::sdp::D_CVT_OFFSET), 32);
     let cvt_scale = sext(sdp.cur(ids::sdp::D_CVT_SCALE), 16);
     let cvt_shift = sdp.field(ids::sdp::D_CVT_SHIFT, ids::sdp::D_CVT_SHIFT::CVT_SHIFT);
-    let mut out = vec![0i32; w * h * c];
-    for ch in 0..c {
-        for i in 0..w * h {
-            let idx = ch * w * h + i;
-            let mut v = input[idx];
-            if !x1.bypass {
-                let a = if x1.alu_src_mem {
-                    bs.alu(ch, idx, x1.alu_op)
-                } else {
-                    x1.alu_op
-                };
-                let m = if x1.mul_src_mem {
-                    bs.mul(ch, idx, x1.mul_op)
-                } else {
-                    x1.mul_op
-                };
-                v = if fp {
-                    x1.apply_fp(v, a, m, nan_to_zero)
-                } else {
-                    x1.apply(v, a, m)
-                };
-            }
-            if !x2.bypass {
-                let a = if x2.alu_src_mem {
-                    bn.alu(ch, idx, x2.alu_op)
-                } else {
-                    x2.alu_op
-                };
-                let m = if x2.mul_src_mem {
-                    bn.mul(ch, idx, x2.mul_op)
-                } else {
-                    x2.mul_op
-                };
-                v = if fp {
-                    x2.apply_fp(v, a, m, nan_to_zero)
-                } else {
-                    x2.apply(v, a, m)
-                };
-            }
-            if !y.bypass {
-                if fp {
-                    // fp16 memory operands are widened to fp32; register operands are
-                    // fp32 bit patterns (sdp_y_cvt.cpp, sdp_y_core.cpp).
-                    let widen = |o: i64| {
-                        let h = o as u16;
-                        if nan_to_zero && FP16.is_nan(u64::from(h)) {
-                            0
-                        } else {
-                            f16_to_f32(h)
-                        }
-                    };
-                    let m = if y.mul_src_mem {
-                        widen(ew.mul(ch, idx, 0))
+    // One element through X1, X2, Y and the output converter.
+    let element = |ch: usize, idx: usize| -> i32 {
+        let mut v = input[idx];
+        if !x1.bypass {
+            let a = if x1.alu_src_mem {
+                bs.alu(ch, idx, x1.alu_op)
+            } else {
+                x1.alu_op
+            };
+            let m = if x1.mul_src_mem {
+                bs.mul(ch, idx, x1.mul_op)
+            } else {
+                x1.mul_op
+            };
+            v = if fp {
+                x1.apply_fp(v, a, m, nan_to_zero)
+            } else {
+                x1.apply(v, a, m)
+            };
+        }
+        if !x2.bypass {
+            let a = if x2.alu_src_mem {
+                bn.alu(ch, idx, x2.alu_op)
+            } else {
+                x2.alu_op
+            };
+            let m = if x2.mul_src_mem {
+                bn.mul(ch, idx, x2.mul_op)
+            } else {
+                x2.mul_op
+            };
+            v = if fp {
+                x2.apply_fp(v, a, m, nan_to_zero)
+            } else {
+                x2.apply(v, a, m)
+            };
+        }
+        if !y.bypass {
+            if fp {
+                // fp16 memory operands are widened to fp32; register operands are
+                // fp32 bit patterns (sdp_y_cvt.cpp, sdp_y_core.cpp).
+                let widen = |o: i64| {
+                    let h = o as u16;
+                    if nan_to_zero && FP16.is_nan(u64::from(h)) {
+                        0
                     } else {
-                        y.mul_op as u32
-                    };
-                    let a = if y.alu_src_mem {
-                        widen(ew.alu(ch, idx, 0))
-                    } else {
-                        y.alu_op as u32
-                    };
-                    v = i64::from(y.apply_fp(v as u32, a, m));
-                    if let Some(l) = &ylut {
-                        v = i64::from(l.eval_fp(v as u32, lut));
+                        f16_to_f32(h)
                     }
+                };
+                let m = if y.mul_src_mem {
+                    widen(ew.mul(ch, idx, 0))
                 } else {
-                    let m = if y.mul_src_mem {
-                        y.mul_cvt.apply(ew.mul(ch, idx, 0))
-                    } else {
-                        y.mul_op
-                    };
-                    let a = if y.alu_src_mem {
-                        y.alu_cvt.apply(ew.alu(ch, idx, 0))
-                    } else {
-                        y.alu_op
-                    };
-                    v = y.apply(v, a, m);
-                    if let Some(l) = &ylut {
-                        v = l.eval(v, lut);
-                    }
+                    y.mul_op as u32
+                };
+                let a = if y.alu_src_mem {
+                    widen(ew.alu(ch, idx, 0))
+                } else {
+                    y.alu_op as u32
+                };
+                v = i64::from(y.apply_fp(v as u32, a, m));
+                if let Some(l) = &ylut {
+                    v = i64::from(l.eval_fp(v as u32, lut));
+                }
+            } else {
+                let m = if y.mul_src_mem {
+                    y.mul_cvt.apply(ew.mul(ch, idx, 0))
+                } else {
+                    y.mul_op
+                };
+                let a = if y.alu_src_mem {
+                    y.alu_cvt.apply(ew.alu(ch, idx, 0))
+                } else {
+                    y.alu_op
+                };
+                v = y.apply(v, a, m);
+                if let Some(l) = &ylut {
+                    v = l.eval(v, lut);
                 }
             }
-            if eql {
-                // EQL mode compares and passes the Y result through unconverted
-                // (`cfg_mode_eql` in sdp_c.cpp); nothing is written to memory.
-                out[idx] = v as i32;
-                continue;
-            }
-            out[idx] = out_cvt(fp, out_prec, v, cvt_offset, cvt_scale, cvt_shift);
         }
+        if eql {
+            // EQL mode compares and passes the Y result through unconverted
+            // (`cfg_mode_eql` in sdp_c.cpp); nothing is written to memory.
+            return v as i32;
+        }
+        out_cvt(fp, out_prec, v, cvt_offset, cvt_scale, cvt_shift)
+    };
+    let plane = w * h;
+    let mut out = vec![0i32; plane * c];
+    let surface = |(ch, o): (usize, &mut [i32])| {
+        for (i, x) in o.iter_mut().enumerate() {
+            *x = element(ch, ch * plane + i);
+        }
+    };
+    if plane * c >= PARALLEL_ELEMENTS {
+        use rayon::prelude::*;
+        out.par_chunks_mut(plane).enumerate().for_each(surface);
+    } else {
+        out.chunks_mut(plane).enumerate().for_each(surface);
     }
 
     if eql {

@@ -14,7 +14,7 @@
 
 use super::arith::{acc48_add, block_nan, cacc_int_out, Blocks, Fp48, MacF16};
 use super::cdma::{InputCube, Weights};
-use crate::engines::{check_cube, EngineError, Precision};
+use crate::engines::{check_cube, par_ranges, EngineError, Precision};
 
 /// Convolution geometry as CSC sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,23 +133,7 @@ pub fn conv(
     if prec == Precision::Fp16 {
         return conv_fp16(g, input, w, MAX_PLANE_LANES);
     }
-    let max_d = input
-        .data
-        .iter()
-        .map(|v| v.unsigned_abs())
-        .max()
-        .unwrap_or(0)
-        .max(g.pad.unsigned_abs());
-    let max_w = w.data.iter().map(|v| v.unsigned_abs()).max().unwrap_or(0);
-    let terms = (g.in_c * g.r * g.s) as u128;
-    let bound = u128::from(max_d) * u128::from(max_w) * terms;
-    let acc = if bound < (1 << 31) {
-        conv_int_planes::<i32>(g, input, w)?
-    } else if bound < (1 << 47) {
-        conv_int_planes::<i64>(g, input, w)?
-    } else {
-        conv_int_ordered(g, input, w)
-    };
+    let acc = conv_int(g, input, w)?;
     let mut saturated = 0;
     let data = acc
         .into_iter()
@@ -160,6 +144,48 @@ pub fn conv(
         })
         .collect();
     Ok(AccOut { data, saturated })
+}
+
+/// `max|data| · max|weight| · C·R·S`: no partial sum of an output is larger.
+fn int_bound(g: &Geom, input: &InputCube, w: &Weights) -> u128 {
+    let max_d = input
+        .data
+        .iter()
+        .map(|v| v.unsigned_abs())
+        .max()
+        .unwrap_or(0)
+        .max(g.pad.unsigned_abs());
+    let max_w = w.data.iter().map(|v| v.unsigned_abs()).max().unwrap_or(0);
+    let terms = (g.in_c * g.r * g.s) as u128;
+    u128::from(max_d) * u128::from(max_w) * terms
+}
+
+/// CACC's integer sums before truncation: on the host's SIMD kernels where every
+/// partial sum fits in 32 bits ([`super::int_simd`]), else [`conv_int_portable`].
+fn conv_int(g: &Geom, input: &InputCube, w: &Weights) -> Result<Vec<i64>, EngineError> {
+    if int_bound(g, input, w) < (1 << 31) && super::int_simd::applies(g, input, w) {
+        if let Some(v) = super::int_simd::conv(g, input, w) {
+            return Ok(v);
+        }
+    }
+    conv_int_portable(g, input, w)
+}
+
+/// CACC's integer sums in portable loops: 32-bit or 64-bit lanes where the bound allows
+/// any order, else in CACC order with the saturating 48-bit accumulator.
+pub(super) fn conv_int_portable(
+    g: &Geom,
+    input: &InputCube,
+    w: &Weights,
+) -> Result<Vec<i64>, EngineError> {
+    let bound = int_bound(g, input, w);
+    Ok(if bound < (1 << 31) {
+        conv_int_planes::<i32>(g, input, w)?
+    } else if bound < (1 << 47) {
+        conv_int_planes::<i64>(g, input, w)?
+    } else {
+        conv_int_ordered(g, input, w)
+    })
 }
 
 /// Element type of the fast integer path.
@@ -289,33 +315,6 @@ fn conv_int_ordered(g: &Geom, input: &InputCube, w: &Weights) -> Vec<i64> {
         }
     }
     out
-}
-
-/// Splits `0..n` over the available cores and runs `f` on each part (results in order).
-pub(super) fn par_ranges<T: Send>(
-    n: usize,
-    f: impl Fn(std::ops::Range<usize>) -> T + Sync,
-) -> Vec<T> {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |t| t.get())
-        .min(n)
-        .max(1);
-    if threads == 1 {
-        return vec![f(0..n)];
-    }
-    let per = n.div_ceil(threads);
-    std::thread::scope(|s| {
-        let hs: Vec<_> = (0..threads)
-            .map(|t| {
-                let r = (t * per).min(n)..((t + 1) * per).min(n);
-                let f = &f;
-                s.spawn(move || f(r))
-            })
-            .collect();
-        hs.into_iter()
-            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect()
-    })
 }
 
 fn conv_fp16(

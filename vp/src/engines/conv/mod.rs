@@ -26,6 +26,7 @@
 pub mod arith;
 pub mod cdma;
 pub mod compute;
+pub mod int_simd;
 pub mod winograd;
 
 use crate::config::{HwConfig, HwVersion};

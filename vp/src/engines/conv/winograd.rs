@@ -42,7 +42,8 @@
 
 use super::arith::{acc48_add, block_nan, booth_product, cacc_int_out, F16Lane, Fp48, MacF16};
 use super::cdma::{InputCube, Weights};
-use super::compute::{par_ranges, AccOut, MAX_MACS};
+use super::compute::{AccOut, MAX_MACS};
+use crate::engines::par_ranges;
 use crate::engines::{check_cube, EngineError, Precision};
 use crate::fp::{FP16, FP17};
 
