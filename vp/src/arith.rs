@@ -36,14 +36,12 @@ pub fn shr_round(v: i64, shift: u32) -> i64 {
     if shift >= 63 {
         return 0;
     }
+    // Half up on the magnitude: (|v| / 2^(shift-1) + 1) / 2, without branches on the
+    // value so that loops over elements vectorise.
     let mag = v.unsigned_abs();
-    let q = (mag >> shift) + ((mag >> (shift - 1)) & 1);
-    let q = q as i64;
-    if v < 0 {
-        -q
-    } else {
-        q
-    }
+    let q = (((mag >> (shift - 1)) + 1) >> 1) as i64;
+    let neg = v >> 63; // 0 or -1
+    (q ^ neg) - neg
 }
 
 /// Left shift saturating to `bits` (`IntShiftLeft<iW, sW, oW>`).

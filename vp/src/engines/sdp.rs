@@ -322,29 +322,133 @@ impl XCfg {
     /// One element through ALU, multiplier, truncation and ReLU (integer precisions).
     #[inline]
     fn apply(&self, v: i64, alu_op: i64, mul_op: i64) -> i64 {
-        let a = if self.alu_bypass {
-            v
+        self.apply_shifted(v, self.alu_operand(alu_op), mul_op)
+    }
+
+    /// The ALU operand after its shift (`alu_op << alu_shift`, saturated to 32 bits).
+    #[inline]
+    fn alu_operand(&self, alu_op: i64) -> i64 {
+        if self.alu_bypass {
+            0
         } else {
-            let op = shl_sat(alu_op, self.alu_shift, 32);
+            shl_sat(alu_op, self.alu_shift, 32)
+        }
+    }
+
+    /// [`XCfg::apply`] with the ALU operand already shifted ([`XCfg::alu_operand`]).
+    #[inline]
+    fn apply_shifted(&self, v: i64, op: i64, mul_op: i64) -> i64 {
+        let mut one = [v];
+        self.apply_all(&mut one, op, mul_op);
+        one[0]
+    }
+
+    /// [`XCfg::apply_shifted`] on every element of `v` with the same operands: the
+    /// configuration is matched once, so each loop has no per-element branch.
+    fn apply_all(&self, v: &mut [i64], op: i64, mul_op: i64) {
+        let alu = if self.alu_bypass {
+            ALU_BYPASS
+        } else {
             match self.alu_algo {
-                0 => v.max(op),
-                1 => v.min(op),
-                _ => v + op, // 33-bit result, no saturation (xAluOutSize = 33)
+                0 => ALU_MAX,
+                1 => ALU_MIN,
+                _ => ALU_SUM,
             }
         };
-        let t = if self.mul_bypass {
+        let mul = if self.mul_bypass {
+            MUL_BYPASS
+        } else if self.prelu {
+            MUL_PRELU
+        } else {
+            MUL_MUL
+        };
+        let (shift, floor) = (self.mul_shift, if self.relu_bypass { i64::MIN } else { 0 });
+        macro_rules! each {
+            ($($a:ident),*) => {
+                match (alu, mul) {
+                    $(
+                        ($a, MUL_BYPASS) => x_int_loop::<$a, MUL_BYPASS>(v, op, mul_op, shift, floor),
+                        ($a, MUL_PRELU) => x_int_loop::<$a, MUL_PRELU>(v, op, mul_op, shift, floor),
+                        ($a, _) => x_int_loop::<$a, MUL_MUL>(v, op, mul_op, shift, floor),
+                    )*
+                    _ => unreachable!("ALU modes are the four above"),
+                }
+            };
+        }
+        each!(ALU_BYPASS, ALU_MAX, ALU_MIN, ALU_SUM)
+    }
+}
+
+const ALU_BYPASS: u8 = 0;
+const ALU_MAX: u8 = 1;
+const ALU_MIN: u8 = 2;
+const ALU_SUM: u8 = 3;
+const MUL_BYPASS: u8 = 0;
+const MUL_MUL: u8 = 1;
+const MUL_PRELU: u8 = 2;
+
+/// The X unit in integer processing (`sdp_x.cpp`) on every element of `v`: ALU with the
+/// shifted operand `op`, multiplier (or PReLU) with `mul`, truncation by `shift`
+/// saturated to 32 bits, then ReLU (`floor` 0) or not (`floor` `i64::MIN`).
+#[inline(always)]
+fn x_int_loop<const ALU: u8, const MUL: u8>(
+    v: &mut [i64],
+    op: i64,
+    mul: i64,
+    shift: u32,
+    floor: i64,
+) {
+    for e in v {
+        let a = match ALU {
+            ALU_BYPASS => *e,
+            ALU_MAX => (*e).max(op),
+            ALU_MIN => (*e).min(op),
+            _ => *e + op, // 33-bit result, no saturation (xAluOutSize = 33)
+        };
+        let t = match MUL {
             // The truncation stage still runs with the programmed shift
             // (X_trt in sdp_x.cpp only skips it for PReLU pass-through).
-            shr_round_sat(a, self.mul_shift, 32)
-        } else if self.prelu && a >= 0 {
-            i64::from(a as i32)
-        } else {
-            shr_round_sat(a * mul_op, self.mul_shift, 32)
+            MUL_BYPASS => shr_round_sat(a, shift, 32),
+            MUL_PRELU if a >= 0 => i64::from(a as i32),
+            _ => shr_round_sat(a * mul, shift, 32),
         };
-        if self.relu_bypass {
-            t
+        *e = t.max(floor);
+    }
+}
+
+/// X1 or X2 over one channel's elements `v` (element `i` is cube element `base + i`);
+/// `fp` is `Some(nan_to_zero)` in fp16 processing. Operands that are the same for the
+/// whole channel (registers, per-channel memory operands) are read once.
+fn x_stage(x: &XCfg, ops: &Operands, ch: usize, base: usize, fp: Option<bool>, v: &mut [i64]) {
+    let alu = |idx: usize| {
+        if x.alu_src_mem {
+            ops.alu(ch, idx, x.alu_op)
         } else {
-            t.max(0)
+            x.alu_op
+        }
+    };
+    let mul = |idx: usize| {
+        if x.mul_src_mem {
+            ops.mul(ch, idx, x.mul_op)
+        } else {
+            x.mul_op
+        }
+    };
+    if !ops.per_element || !(x.alu_src_mem || x.mul_src_mem) {
+        let (a, m) = (alu(base), mul(base));
+        match fp {
+            Some(nan) => v.iter_mut().for_each(|e| *e = x.apply_fp(*e, a, m, nan)),
+            None => {
+                x.apply_all(v, x.alu_operand(a), m);
+            }
+        }
+    } else {
+        for (i, e) in v.iter_mut().enumerate() {
+            let (a, m) = (alu(base + i), mul(base + i));
+            *e = match fp {
+                Some(nan) => x.apply_fp(*e, a, m, nan),
+                None => x.apply(*e, a, m),
+            };
         }
     }
 }
@@ -1148,7 +1252,9 @@ pub fn run(
     let c = c.div_ceil(cpa) * cpa;
 
     // Input.
-    let input: Vec<i64> = match cacc {
+    // The cube's elements; channels past the CACC data (the padding lanes of the last
+    // atom) are 0.
+    let input: std::borrow::Cow<[i64]> = match cacc {
         Some(d) => {
             if d.len() < w * h * c_real {
                 return Err(EngineError::Config {
@@ -1159,9 +1265,14 @@ pub fn run(
                     ),
                 });
             }
-            let mut v = d[..w * h * c.min(d.len() / (w * h))].to_vec();
-            v.resize(w * h * c, 0);
-            v
+            let avail = w * h * c.min(d.len() / (w * h));
+            if avail == w * h * c {
+                std::borrow::Cow::Borrowed(&d[..avail])
+            } else {
+                let mut v = d[..avail].to_vec();
+                v.resize(w * h * c, 0);
+                std::borrow::Cow::Owned(v)
+            }
         }
         None => {
             if in_prec != proc {
@@ -1245,43 +1356,8 @@ pub fn run(
     let cvt_offset = sext(sdp.cur(ids::sdp::D_CVT_OFFSET), 32);
     let cvt_scale = sext(sdp.cur(ids::sdp::D_CVT_SCALE), 16);
     let cvt_shift = sdp.field(ids::sdp::D_CVT_SHIFT, ids::sdp::D_CVT_SHIFT::CVT_SHIFT);
-    // One element through X1, X2, Y and the output converter.
-    let element = |ch: usize, idx: usize| -> i32 {
-        let mut v = input[idx];
-        if !x1.bypass {
-            let a = if x1.alu_src_mem {
-                bs.alu(ch, idx, x1.alu_op)
-            } else {
-                x1.alu_op
-            };
-            let m = if x1.mul_src_mem {
-                bs.mul(ch, idx, x1.mul_op)
-            } else {
-                x1.mul_op
-            };
-            v = if fp {
-                x1.apply_fp(v, a, m, nan_to_zero)
-            } else {
-                x1.apply(v, a, m)
-            };
-        }
-        if !x2.bypass {
-            let a = if x2.alu_src_mem {
-                bn.alu(ch, idx, x2.alu_op)
-            } else {
-                x2.alu_op
-            };
-            let m = if x2.mul_src_mem {
-                bn.mul(ch, idx, x2.mul_op)
-            } else {
-                x2.mul_op
-            };
-            v = if fp {
-                x2.apply_fp(v, a, m, nan_to_zero)
-            } else {
-                x2.apply(v, a, m)
-            };
-        }
+    // One element through Y (X1 and X2 run a whole channel at a time, [`x_stage`]).
+    let y_element = |ch: usize, idx: usize, mut v: i64| -> i64 {
         if !y.bypass {
             if fp {
                 // fp16 memory operands are widened to fp32; register operands are
@@ -1325,18 +1401,40 @@ pub fn run(
                 }
             }
         }
-        if eql {
-            // EQL mode compares and passes the Y result through unconverted
-            // (`cfg_mode_eql` in sdp_c.cpp); nothing is written to memory.
-            return v as i32;
-        }
-        out_cvt(fp, out_prec, v, cvt_offset, cvt_scale, cvt_shift)
+        v
     };
     let plane = w * h;
     let mut out = vec![0i32; plane * c];
+    // One channel at a time, stage by stage, so that each stage is a loop whose
+    // configuration is fixed (each element's arithmetic is the C model's, in its order).
     let surface = |(ch, o): (usize, &mut [i32])| {
-        for (i, x) in o.iter_mut().enumerate() {
-            *x = element(ch, ch * plane + i);
+        let base = ch * plane;
+        let mut v = input[base..base + plane].to_vec();
+        if !x1.bypass {
+            x_stage(&x1, &bs, ch, base, fp.then_some(nan_to_zero), &mut v);
+        }
+        if !x2.bypass {
+            x_stage(&x2, &bn, ch, base, fp.then_some(nan_to_zero), &mut v);
+        }
+        if !y.bypass {
+            for (i, e) in v.iter_mut().enumerate() {
+                *e = y_element(ch, base + i, *e);
+            }
+        }
+        if eql {
+            // EQL mode compares and passes the Y result through unconverted
+            // (`cfg_mode_eql` in sdp_c.cpp); nothing is written to memory.
+            for (x, &e) in o.iter_mut().zip(&v) {
+                *x = e as i32;
+            }
+        } else if fp {
+            for (x, &e) in o.iter_mut().zip(&v) {
+                *x = out_cvt(true, out_prec, e, cvt_offset, cvt_scale, cvt_shift);
+            }
+        } else {
+            for (x, &e) in o.iter_mut().zip(&v) {
+                *x = out_cvt(false, out_prec, e, cvt_offset, cvt_scale, cvt_shift);
+            }
         }
     };
     if plane * c >= PARALLEL_ELEMENTS {

@@ -506,7 +506,7 @@ fn weight_surface(l: &Layer, g: &WeightGeom, mem: &Memory) -> Result<Vec<u8>, En
 
 /// Decodes `[k][c][r][s]` weights from a weight surface, element offsets by `offset`.
 fn decode_weights(
-    l: &Layer,
+    prec: Precision,
     g: &WeightGeom,
     raw: &[u8],
     offset: impl Fn(usize, usize, usize, usize) -> usize,
@@ -522,7 +522,7 @@ fn decode_weights(
                         1 => i32::from(raw[o] as i8),
                         _ => {
                             let v = u16::from_le_bytes([raw[o], raw[o + 1]]);
-                            if l.prec == Precision::Fp16 {
+                            if prec == Precision::Fp16 {
                                 i32::from(v)
                             } else {
                                 i32::from(v as i16)
@@ -546,9 +546,58 @@ fn decode_weights(
 /// Fetches and decodes the weights (`[k][c][r][s]`).
 pub fn fetch_weights(l: &Layer, g: &WeightGeom, mem: &Memory) -> Result<Weights, EngineError> {
     let raw = weight_surface(l, g, mem)?;
-    Ok(decode_weights(l, g, &raw, |k, c, r, s| {
-        g.offset(k, c, r, s)
-    }))
+    if g.y_ext > 1 {
+        return Ok(decode_weights(l.prec, g, &raw, |k, c, r, s| {
+            g.offset(k, c, r, s)
+        }));
+    }
+    Ok(decode_weights_in_order(l.prec, g, &raw))
+}
+
+/// [`decode_weights`] at [`WeightGeom::offset`] for direct convolution, walking the
+/// surface in its own order (kernel groups, channel blocks, kernel positions, kernels,
+/// channels of the block) so that it reads each byte once, in sequence.
+fn decode_weights_in_order(prec: Precision, g: &WeightGeom, raw: &[u8]) -> Weights {
+    let taps = g.r * g.s;
+    let mut data = vec![0i32; g.k * g.c * taps];
+    let fp = prec == Precision::Fp16;
+    let element = |o: usize| -> i32 {
+        match g.bpe {
+            1 => i32::from(raw[o] as i8),
+            _ => {
+                let v = u16::from_le_bytes([raw[o], raw[o + 1]]);
+                if fp {
+                    i32::from(v)
+                } else {
+                    i32::from(v as i16)
+                }
+            }
+        }
+    };
+    for g0 in (0..g.k).step_by(g.group.max(1)) {
+        let kpg = g.group.min(g.k - g0);
+        let base = g0 * g.bytes_per_kernel();
+        for c0 in (0..g.c).step_by(g.block.max(1)) {
+            let blk = g.block.min(g.c - c0);
+            let mut o = base + c0 * g.bpe * taps * kpg;
+            for t in 0..taps {
+                for k in g0..g0 + kpg {
+                    let dst = &mut data[(k * g.c + c0) * taps + t..];
+                    for cc in 0..blk {
+                        dst[cc * taps] = element(o);
+                        o += g.bpe;
+                    }
+                }
+            }
+        }
+    }
+    Weights {
+        k: g.k,
+        c: g.c,
+        r: g.r,
+        s: g.s,
+        data,
+    }
 }
 
 /// Byte offset of element (k, c, r, s) of a Winograd weight surface of 4x4 tiles
@@ -581,7 +630,7 @@ pub fn fetch_weights_winograd(
         )));
     }
     let raw = weight_surface(l, g, mem)?;
-    Ok(decode_weights(l, g, &raw, |k, c, r, s| {
+    Ok(decode_weights(l.prec, g, &raw, |k, c, r, s| {
         winograd_weight_offset(g, k, c, r, s)
     }))
 }
@@ -761,6 +810,37 @@ fn decompress(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The in-order weight decoder reads every element where [`WeightGeom::offset`] says.
+    #[test]
+    fn weights_decoded_in_surface_order_match_the_offsets() {
+        for (k, c, r, sw, group, block, bpe) in [
+            (70, 37, 3, 2, 32, 64, 1),
+            (5, 8, 1, 1, 16, 8, 2),
+            (33, 130, 3, 3, 16, 64, 2),
+            (1, 3, 7, 7, 32, 32, 1),
+        ] {
+            let g = WeightGeom {
+                k,
+                c,
+                r,
+                s: sw,
+                group,
+                block,
+                bpe,
+                y_ext: 1,
+            };
+            let n = k * g.bytes_per_kernel();
+            let raw: Vec<u8> = (0..n).map(|i| (i * 7 + i / 251) as u8).collect();
+            let prec = if bpe == 1 {
+                Precision::Int8
+            } else {
+                Precision::Int16
+            };
+            let want = decode_weights(prec, &g, &raw, |k, c, r, s| g.offset(k, c, r, s));
+            assert_eq!(decode_weights_in_order(prec, &g, &raw), want, "{g:?}");
+        }
+    }
 
     #[test]
     fn pixel_components_come_out_in_rgba_order() {

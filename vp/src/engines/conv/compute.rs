@@ -146,24 +146,25 @@ pub fn conv(
     Ok(AccOut { data, saturated })
 }
 
+/// `max|data|` (with the padding value) and `max|weight|` of a layer.
+fn int_magnitudes(g: &Geom, input: &InputCube, w: &Weights) -> (u32, u32) {
+    let max_abs = |v: &[i32]| v.iter().fold(0u32, |m, x| m.max(x.unsigned_abs()));
+    (
+        max_abs(&input.data).max(g.pad.unsigned_abs()),
+        max_abs(&w.data),
+    )
+}
+
 /// `max|data| · max|weight| · C·R·S`: no partial sum of an output is larger.
-fn int_bound(g: &Geom, input: &InputCube, w: &Weights) -> u128 {
-    let max_d = input
-        .data
-        .iter()
-        .map(|v| v.unsigned_abs())
-        .max()
-        .unwrap_or(0)
-        .max(g.pad.unsigned_abs());
-    let max_w = w.data.iter().map(|v| v.unsigned_abs()).max().unwrap_or(0);
-    let terms = (g.in_c * g.r * g.s) as u128;
-    u128::from(max_d) * u128::from(max_w) * terms
+fn int_bound(g: &Geom, max_data: u32, max_weight: u32) -> u128 {
+    u128::from(max_data) * u128::from(max_weight) * (g.in_c * g.r * g.s) as u128
 }
 
 /// CACC's integer sums before truncation: on the host's SIMD kernels where every
 /// partial sum fits in 32 bits ([`super::int_simd`]), else [`conv_int_portable`].
 fn conv_int(g: &Geom, input: &InputCube, w: &Weights) -> Result<Vec<i64>, EngineError> {
-    if int_bound(g, input, w) < (1 << 31) && super::int_simd::applies(g, input, w) {
+    let (md, mw) = int_magnitudes(g, input, w);
+    if int_bound(g, md, mw) < (1 << 31) && super::int_simd::applies(g, md, mw) {
         if let Some(v) = super::int_simd::conv(g, input, w) {
             return Ok(v);
         }
@@ -178,7 +179,8 @@ pub(super) fn conv_int_portable(
     input: &InputCube,
     w: &Weights,
 ) -> Result<Vec<i64>, EngineError> {
-    let bound = int_bound(g, input, w);
+    let (md, mw) = int_magnitudes(g, input, w);
+    let bound = int_bound(g, md, mw);
     Ok(if bound < (1 << 31) {
         conv_int_planes::<i32>(g, input, w)?
     } else if bound < (1 << 47) {

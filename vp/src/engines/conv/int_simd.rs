@@ -170,29 +170,50 @@ fn pair(lo: i32, hi: i32) -> i32 {
 
 /// The phase planes of batch `b` (see the module documentation).
 fn planes(g: &Geom, p: &Plan, input: &InputCube, b: usize) -> Vec<i32> {
-    let mut v = vec![0i32; p.len];
     let hq = p.plane_len / p.wq;
-    let at = |c: usize, y: usize, x: usize| -> i32 {
-        if c >= g.in_c {
-            return 0;
-        }
-        let (y, x) = (y.wrapping_sub(g.pt), x.wrapping_sub(g.pl));
-        if y < g.in_h && x < g.in_w {
-            input.data[((b * g.in_c + c) * g.in_h + y) * g.in_w + x]
-        } else {
-            g.pad
-        }
+    let pad = pair(g.pad, g.pad);
+    let mut v = vec![0i32; p.len];
+    let channel = |c: usize| -> Option<&[i32]> {
+        (c < g.in_c).then(|| &input.data[(b * g.in_c + c) * g.in_h * g.in_w..][..g.in_h * g.in_w])
     };
     for c in 0..p.cp {
+        let (lo, hi) = (channel(2 * c), channel(2 * c + 1));
+        // A missing odd channel pairs with 0 (its weights are 0 too).
+        let pad = if hi.is_some() { pad } else { pair(g.pad, 0) };
         for phy in 0..g.sy {
             for phx in 0..g.sx {
                 let base = (c * p.phases + phy * g.sx + phx) * p.plane_len;
+                // Plane columns `xq` whose input column `xq * sx + phx - pl` exists.
+                let first = g.pl.saturating_sub(phx).div_ceil(g.sx).min(p.wq);
+                let end = (g.in_w + g.pl)
+                    .saturating_sub(phx)
+                    .div_ceil(g.sx)
+                    .clamp(first, p.wq);
                 for yq in 0..hq {
-                    let y = yq * g.sy + phy;
                     let row = &mut v[base + yq * p.wq..][..p.wq];
-                    for (xq, o) in row.iter_mut().enumerate() {
-                        let x = xq * g.sx + phx;
-                        *o = pair(at(2 * c, y, x), at(2 * c + 1, y, x));
+                    let y = (yq * g.sy + phy).wrapping_sub(g.pt);
+                    if y >= g.in_h || first == end {
+                        row.fill(pad);
+                        continue;
+                    }
+                    row[..first].fill(pad);
+                    row[end..].fill(pad);
+                    let x0 = first * g.sx + phx - g.pl;
+                    let src_lo = lo.map(|l| &l[y * g.in_w + x0..]);
+                    let src_hi = hi.map(|h| &h[y * g.in_w + x0..]);
+                    let dst = &mut row[first..end];
+                    match (src_lo, src_hi) {
+                        (Some(l), Some(h)) => {
+                            for (j, o) in dst.iter_mut().enumerate() {
+                                *o = pair(l[j * g.sx], h[j * g.sx]);
+                            }
+                        }
+                        (Some(l), None) => {
+                            for (j, o) in dst.iter_mut().enumerate() {
+                                *o = pair(l[j * g.sx], 0);
+                            }
+                        }
+                        _ => unreachable!("channel 2c exists for every pair"),
                     }
                 }
             }
@@ -206,24 +227,16 @@ fn planes(g: &Geom, p: &Plan, input: &InputCube, b: usize) -> Vec<i32> {
 fn packed_weights(g: &Geom, p: &Plan, w: &Weights) -> Vec<i32> {
     let blocks = g.k.div_ceil(MR);
     let nsteps = p.steps.len();
+    let taps = g.r * g.s;
     let mut v = vec![0i32; blocks * nsteps * MR];
-    let at = |k: usize, c: usize, r: usize, s: usize| -> i32 {
-        if c < g.in_c {
-            w.data[((k * g.in_c + c) * g.r + r) * g.s + s]
-        } else {
-            0
-        }
-    };
-    for k in 0..g.k {
-        let (kb, m) = (k / MR, k % MR);
-        let mut step = 0;
+    for (k, kernel) in w.data.chunks_exact(g.in_c * taps).take(g.k).enumerate() {
+        let dst = &mut v[(k / MR) * nsteps * MR + k % MR..];
         for c in 0..p.cp {
-            for r in 0..g.r {
-                for s in 0..g.s {
-                    v[(kb * nsteps + step) * MR + m] =
-                        pair(at(k, 2 * c, r, s), at(k, 2 * c + 1, r, s));
-                    step += 1;
-                }
+            let lo = &kernel[2 * c * taps..][..taps];
+            let hi = kernel.get((2 * c + 1) * taps..(2 * c + 2) * taps);
+            let d = &mut dst[c * taps * MR..];
+            for t in 0..taps {
+                d[t * MR] = pair(lo[t], hi.map_or(0, |h| h[t]));
             }
         }
     }
@@ -232,12 +245,13 @@ fn packed_weights(g: &Geom, p: &Plan, w: &Weights) -> Vec<i32> {
 
 /// Whether [`conv`] can take the layer: a SIMD kernel exists and every operand fits in
 /// 16 bits. (The caller has checked the 32-bit bound.)
-pub(super) fn applies(g: &Geom, input: &InputCube, w: &Weights) -> bool {
+pub(super) fn applies(g: &Geom, max_data: u32, max_weight: u32) -> bool {
     let i16_range = |v: i32| i16::try_from(v).is_ok();
+    // Magnitudes up to 2^15 - 1 fit; -2^15 alone would too, but is not worth a scan.
     int_kernel() != IntKernel::Portable
         && i16_range(g.pad)
-        && input.data.iter().all(|&v| i16_range(v))
-        && w.data.iter().all(|&v| i16_range(v))
+        && max_data < 1 << 15
+        && max_weight < 1 << 15
 }
 
 /// The convolution of every batch, `[batch][k][y][x]`, or `None` when the layout does not
@@ -277,17 +291,20 @@ pub(super) fn conv(g: &Geom, input: &InputCube, w: &Weights) -> Option<Vec<i64>>
         } else {
             vec![run(0..tiles)]
         };
-        // Scatter the virtual positions' sums to the outputs.
+        // Scatter the virtual positions' sums to the outputs, row by row.
         for (first, part) in &parts {
             let n = part.len() / (blocks * MR);
+            let (first, end) = (*first, first + n);
             for k in 0..g.k {
                 let src = &part[k * n..][..n];
                 let dst = &mut out[((b * g.k + k) * oh) * ow..][..oh * ow];
-                for (j, &v) in src.iter().enumerate() {
-                    let i = first + j;
-                    let (oy, ox) = (i / p.wq, i % p.wq);
-                    if oy < oh && ox < ow {
-                        dst[oy * ow + ox] = i64::from(v);
+                for (oy, d) in dst.chunks_exact_mut(ow).enumerate() {
+                    let row = oy * p.wq;
+                    let (lo, hi) = (row.max(first), (row + ow).min(end));
+                    if lo < hi {
+                        for (o, &v) in d[lo - row..hi - row].iter_mut().zip(&src[lo - first..]) {
+                            *o = i64::from(v);
+                        }
                     }
                 }
             }

@@ -801,7 +801,8 @@ pub fn run(
         None => compute::conv(g, layer.prec, &input, &weights, layer.truncate)?,
     };
     let per_batch = g.k * g.out_h * g.out_w;
-    let cube = acc.data[..per_batch].to_vec();
+    let mut cube = acc.data;
+    cube.truncate(per_batch);
     cbuf.data = Some(Held {
         content: input,
         released: !layer.skip_data_rls,
