@@ -20,7 +20,7 @@
 
 use crate::error::{CompileError, Result};
 use crate::ir::Graph;
-use crate::quant::{Calibration, RangeMethod};
+use crate::quant::{Calibration, RangeCollector, RangeMethod};
 use std::path::{Path, PathBuf};
 
 /// The samples of `dir`, sorted by name: image files (`.jpg`, `.jpeg`, `.pgm`) or tensor
@@ -147,7 +147,9 @@ pub fn from_images(
             "--calibrate: the directory mixes images and tensor files".into(),
         ));
     }
-    let mut values: Vec<Vec<f32>> = vec![Vec::new(); g.tensors.len()];
+    // Each sample's values go into per-tensor collectors and are dropped: memory does not
+    // grow with the number of samples. The ranges are those of all values at once.
+    let mut ranges: Vec<Option<RangeCollector>> = vec![None; g.tensors.len()];
     for (i, path) in images.iter().enumerate() {
         let x = if tensors != 0 {
             tensor_input_for(g, path)?
@@ -155,12 +157,15 @@ pub fn from_images(
             input_for(g, path, normalize)?
         };
         let out = crate::reference::run(g, &[(input, x)])?;
-        for (acc, v) in values.iter_mut().zip(out) {
-            acc.extend(v);
+        for (r, v) in ranges.iter_mut().zip(out) {
+            if !v.is_empty() {
+                r.get_or_insert_with(|| RangeCollector::new(method, v.len() * images.len()))
+                    .add(&v);
+            }
         }
         progress(i + 1, images.len());
     }
-    let mut cal = Calibration::from_activations(&values, method);
+    let mut cal = Calibration::from_ranges(&mut ranges);
     // An image input's scale is what the runtime's conversion implies, not its range; a
     // tensor input's is its range, like any other tensor's.
     if tensors == 0 {

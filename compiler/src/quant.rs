@@ -158,6 +158,23 @@ impl Calibration {
         Self { scales }
     }
 
+    /// Scales from collected ranges (`None`: a tensor without values), as
+    /// [`Calibration::from_activations`] derives them.
+    pub fn from_ranges(ranges: &mut [Option<RangeCollector>]) -> Self {
+        let mut scales = HashMap::new();
+        for (i, r) in ranges.iter_mut().enumerate() {
+            let Some(r) = r else { continue };
+            let amax = r.range();
+            let amax = if amax > 0.0 && amax.is_finite() {
+                amax
+            } else {
+                1.0
+            };
+            scales.insert(TensorId(i), amax / 127.0);
+        }
+        Self { scales }
+    }
+
     /// Scales from sample activations: `values[t]` holds every value tensor `t` took over
     /// the samples (the reference's outputs, concatenated).
     pub fn from_activations(values: &[Vec<f32>], method: RangeMethod) -> Self {
@@ -208,6 +225,101 @@ impl Calibration {
 }
 
 /// The `p`-th percentile (0..=100) of `|v|`.
+/// The range of one tensor's values over samples seen one at a time, without keeping
+/// them: the largest magnitude, the count of finite values and the largest few finite
+/// magnitudes, enough to give [`percentile_abs`] of all of them exactly. For percentile
+/// `p` of `n` values the answer is the `n - k`-th largest, `k = round(p/100 · (n-1))`,
+/// and `n - k <= (1 - p/100)(n - 1) + 1.5`: keeping that many of the largest (for the
+/// number of values the samples will give in all) is enough.
+#[derive(Debug, Clone)]
+pub struct RangeCollector {
+    method: RangeMethod,
+    /// Finite values seen.
+    finite: usize,
+    /// Largest magnitude seen (max-abs).
+    max: f32,
+    /// Candidates for the top `keep` magnitudes (at most `2 · keep`, pruned in place).
+    top: Vec<f32>,
+    /// How many of the largest magnitudes the percentile may need.
+    keep: usize,
+    /// Candidates below this magnitude are not among the `keep` largest.
+    floor: f32,
+}
+
+impl RangeCollector {
+    /// A collector for a tensor that will take `total` values in all (its size times the
+    /// number of samples).
+    pub fn new(method: RangeMethod, total: usize) -> Self {
+        let keep = match method {
+            RangeMethod::MaxAbs => 0,
+            RangeMethod::Percentile(p) => {
+                let tail = (1.0 - f64::from(p) / 100.0).max(0.0) * total.saturating_sub(1) as f64;
+                (tail.ceil() as usize + 2).min(total.max(1))
+            }
+        };
+        Self {
+            method,
+            finite: 0,
+            max: 0.0,
+            top: Vec::new(),
+            keep,
+            floor: 0.0,
+        }
+    }
+
+    /// Adds one sample's values.
+    pub fn add(&mut self, values: &[f32]) {
+        for &x in values {
+            let a = x.abs();
+            self.max = self.max.max(a);
+            if !a.is_finite() {
+                continue;
+            }
+            self.finite += 1;
+            if self.keep > 0 && a >= self.floor {
+                self.top.push(a);
+                if self.top.len() >= 2 * self.keep.max(64) {
+                    self.prune();
+                }
+            }
+        }
+    }
+
+    /// Keeps the `keep` largest candidates; the smallest of them is the new floor.
+    fn prune(&mut self) {
+        if self.top.len() > self.keep {
+            let cut = self.top.len() - self.keep;
+            self.top.select_nth_unstable_by(cut, f32::total_cmp);
+            self.top.drain(..cut);
+        }
+        self.floor = self.top.iter().copied().fold(f32::INFINITY, f32::min);
+    }
+
+    /// The tensor's range: as [`percentile_abs`] or the max-abs of every value added.
+    pub fn range(&mut self) -> f32 {
+        match self.method {
+            RangeMethod::MaxAbs => self.max,
+            RangeMethod::Percentile(p) => {
+                let n = self.finite;
+                if n == 0 {
+                    return 0.0;
+                }
+                let k = (((p / 100.0) * (n - 1) as f32).round() as usize).min(n - 1);
+                // The (n - k)-th largest.
+                let rank = n - k;
+                self.prune();
+                if rank > self.top.len() {
+                    // More values than announced: not reachable through [`Self::new`]'s
+                    // total; fall back to the smallest kept.
+                    return self.top.iter().copied().fold(0.0, f32::max).min(self.floor);
+                }
+                self.top.sort_unstable_by(|a, b| b.total_cmp(a));
+                self.top[rank - 1]
+            }
+        }
+    }
+}
+
 fn percentile_abs(v: &[f32], p: f32) -> f32 {
     let mut a: Vec<f32> = v
         .iter()
@@ -283,6 +395,40 @@ mod tests {
         assert_eq!(a.get(x), b.get(x));
         assert!(Calibration::from_trt_cache(&g, "nonsense").is_err());
         assert!(Calibration::from_json(&g, "{\"data\": {}}").is_err());
+    }
+
+    #[test]
+    fn collector_gives_the_percentile_of_everything_it_saw() {
+        let mut seed = 3u64;
+        let mut next = move || {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            ((seed >> 33) as f32 / 2f32.powi(31) - 0.5) * 8.0
+        };
+        for (n, parts, p) in [
+            (10_000, 7, 99.99),
+            (30_001, 3, 99.9),
+            (5, 2, 99.99),
+            (1000, 10, 50.0),
+        ] {
+            let all: Vec<f32> = (0..n).map(|_| next()).collect();
+            for method in [RangeMethod::Percentile(p), RangeMethod::MaxAbs] {
+                let mut c = RangeCollector::new(method, n);
+                for chunk in all.chunks(n.div_ceil(parts)) {
+                    c.add(chunk);
+                }
+                let want = match method {
+                    RangeMethod::MaxAbs => all.iter().fold(0.0f32, |m, x| m.max(x.abs())),
+                    RangeMethod::Percentile(p) => percentile_abs(&all, p),
+                };
+                assert_eq!(
+                    c.range().to_bits(),
+                    want.to_bits(),
+                    "{n} {parts} {method:?}"
+                );
+            }
+        }
     }
 
     #[test]
