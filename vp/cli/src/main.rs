@@ -66,7 +66,8 @@ enum Cmd {
     },
     /// Convolution throughput: a 56x56x64 input with 3x3x64x64 kernels (int8 and fp16)
     /// through the model (programmed over the CSB) and through a plain reference
-    /// convolution, in MAC/s. Build with --release.
+    /// convolution, in MAC/s, with the integer kernel used (`NVDLA_VP_INT_KERNEL=portable`
+    /// or `avx2` caps it). Build with --release; `scripts/bench` adds whole networks.
     Bench {
         /// Timed runs per precision (the best is reported).
         #[arg(long, default_value_t = 3)]
@@ -239,9 +240,14 @@ fn main() -> ExitCode {
             }) {
                 match nvdla_vp::bench::run(prec, runs) {
                     Ok(f) => out(format_args!(
-                        "{:?}: {} MAC/layer, best of {}: model {:.3} s = {:.2} GMAC/s, \
+                        "{:?} ({} kernel): {} MAC/layer, best of {}: model {:.3} s = {:.2} GMAC/s, \
                          reference {:.3} s = {:.2} GMAC/s, model/reference {:.2}x{}",
                         f.prec,
+                        if f.prec == nvdla_vp::engines::Precision::Fp16 {
+                            "fp16 block"
+                        } else {
+                            nvdla_vp::engines::conv::int_simd::int_kernel().name()
+                        },
                         f.macs,
                         f.runs,
                         f.model_s,
