@@ -417,6 +417,9 @@ fn conv(x: &[f32], xs: Shape, p: &Conv, ys: Shape) -> Result<Vec<f32>, String> {
     let bias = bias_values(p.bias.as_ref(), k_total)?;
     let (h, wd) = (xs.h, xs.w);
     let (oh, ow) = (ys.h, ys.w);
+    if w.iter().all(|v| v.is_finite()) && oh * ow > 0 {
+        return Ok(conv_padded(x, xs, p, w, &bias, ys, cg, kg));
+    }
     let mut y = vec![0f32; ys.elements()];
     // One output plane per task. Within a plane, each tap `(ci, ky, kx)` is added to every
     // output it reaches, taps in that order: every output receives the same products in
@@ -470,6 +473,126 @@ fn conv(x: &[f32], xs: Shape, p: &Conv, ys: Shape) -> Result<Vec<f32>, String> {
         y.par_chunks_mut(oh * ow).enumerate().for_each(plane_task);
     }
     Ok(y)
+}
+
+/// [`conv`] for finite weights, on zero-padded input planes: the same bits.
+///
+/// With finite weights a padding tap's product is ±0, and adding ±0 leaves an f64 sum
+/// unchanged unless the sum is -0, which a sum that starts at +0 never is (in
+/// round-to-nearest, `+0 + -0` and `x + -x` are +0). So every output may add all its taps,
+/// in the per-output loop's order `ci, ky, kx`, reading zeros where that loop skipped.
+/// The input is split into `sh · sw` stride phases of rows `wq` wide, so that for a tap
+/// the inputs of all outputs, taken as positions `oy · wq + ox` (columns past `ow` are
+/// computed and dropped), are one contiguous run of a phase plane; each channel's taps
+/// are applied in one pass over the output plane, the running sum held in a register.
+#[allow(clippy::too_many_arguments)]
+fn conv_padded(
+    x: &[f32],
+    xs: Shape,
+    p: &Conv,
+    w: &[f32],
+    bias: &[f64],
+    ys: Shape,
+    cg: usize,
+    kg: usize,
+) -> Vec<f32> {
+    let win = &p.window;
+    let [kh, kw] = win.kernel;
+    let [sh, sw] = win.stride;
+    let [dh, dw] = win.dilation;
+    let [pt, pl, _, _] = win.pad;
+    let (h, wd) = (xs.h, xs.w);
+    let (oh, ow) = (ys.h, ys.w);
+    let k_total = p.out_channels;
+    let hp = (oh - 1) * sh + (kh - 1) * dh + 1;
+    let wp = (ow - 1) * sw + (kw - 1) * dw + 1;
+    let (hq, wq) = (hp.div_ceil(sh), wp.div_ceil(sw));
+    let phases = sh * sw;
+    let plane_len = hq * wq;
+    let npos = oh * wq;
+    // Tap offsets: phase plane and position within it, in `ky, kx` order.
+    let taps: Vec<usize> = (0..kh)
+        .flat_map(|ky| (0..kw).map(move |kx| (ky, kx)))
+        .map(|(ky, kx)| {
+            let (yy, xx) = (ky * dh, kx * dw);
+            ((yy % sh) * sw + xx % sw) * plane_len + (yy / sh) * wq + xx / sw
+        })
+        .collect();
+    let reach = taps.iter().max().copied().unwrap_or(0) + npos;
+    let chan_len = (phases * plane_len).max(reach);
+    // Phase planes of every channel of every batch item, in f64.
+    let mut planes = vec![0f64; xs.n * xs.c * chan_len];
+    for (nc, dst) in planes.chunks_exact_mut(chan_len).enumerate() {
+        let src = &x[nc * h * wd..][..h * wd];
+        for py in 0..sh {
+            for px in 0..sw {
+                let base = (py * sw + px) * plane_len;
+                for yq in 0..hq {
+                    let Some(iy) = (yq * sh + py).checked_sub(pt).filter(|&v| v < h) else {
+                        continue;
+                    };
+                    let row = &mut dst[base + yq * wq..][..wq];
+                    for (xq, o) in row.iter_mut().enumerate() {
+                        if let Some(ix) = (xq * sw + px).checked_sub(pl).filter(|&v| v < wd) {
+                            *o = f64::from(src[iy * wd + ix]);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    const PASS: usize = 8;
+    let mut y = vec![0f32; ys.elements()];
+    let plane_task = |(i, yplane): (usize, &mut [f32])| {
+        let (n, ko) = (i / k_total, i % k_total);
+        let gi = ko / kg;
+        let mut acc = vec![0f64; npos];
+        // The (channel, tap) products of every output in order `ci, ky, kx`, eight per
+        // pass over the plane with the running sum in a register.
+        let wk = &w[ko * cg * kh * kw..][..cg * kh * kw];
+        let pairs = (0..cg).flat_map(|ci| {
+            let src = &planes[(n * xs.c + gi * cg + ci) * chan_len..][..chan_len];
+            taps.iter()
+                .enumerate()
+                .map(move |(t, &off)| (&src[off..][..npos], (ci, t)))
+        });
+        let mut batch: Vec<(&[f64], f64)> = Vec::with_capacity(PASS);
+        let flush = |batch: &mut Vec<(&[f64], f64)>, acc: &mut [f64]| {
+            if batch.len() == PASS {
+                let t: [&[f64]; PASS] = std::array::from_fn(|j| batch[j].0);
+                let wv: [f64; PASS] = std::array::from_fn(|j| batch[j].1);
+                for (i, a) in acc.iter_mut().enumerate() {
+                    let mut s = *a;
+                    for j in 0..PASS {
+                        s += t[j][i] * wv[j];
+                    }
+                    *a = s;
+                }
+            } else {
+                for &(src, wv) in batch.iter() {
+                    for (a, &v) in acc.iter_mut().zip(src) {
+                        *a += v * wv;
+                    }
+                }
+            }
+            batch.clear();
+        };
+        for (src, (ci, t)) in pairs {
+            batch.push((src, f64::from(wk[ci * kh * kw + t])));
+            if batch.len() == PASS {
+                flush(&mut batch, &mut acc);
+            }
+        }
+        flush(&mut batch, &mut acc);
+        for (oy, row) in yplane.chunks_exact_mut(ow).enumerate() {
+            for (o, &a) in row.iter_mut().zip(&acc[oy * wq..]) {
+                *o = (a + bias[ko]) as f32;
+            }
+        }
+    };
+    use rayon::prelude::*;
+    y.par_chunks_mut(oh * ow).enumerate().for_each(plane_task);
+    y
 }
 
 /// Transposed convolution: every input element scatters `x * w` into the output.
