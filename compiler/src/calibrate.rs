@@ -149,21 +149,33 @@ pub fn from_images(
     }
     // Each sample's values go into per-tensor collectors and are dropped: memory does not
     // grow with the number of samples. The ranges are those of all values at once.
+    // As many samples at once as there are cores (the collectors' result does not depend
+    // on the order values arrive in).
+    use rayon::prelude::*;
     let mut ranges: Vec<Option<RangeCollector>> = vec![None; g.tensors.len()];
-    for (i, path) in images.iter().enumerate() {
-        let x = if tensors != 0 {
-            tensor_input_for(g, path)?
-        } else {
-            input_for(g, path, normalize)?
-        };
-        let out = crate::reference::run(g, &[(input, x)])?;
-        for (r, v) in ranges.iter_mut().zip(out) {
-            if !v.is_empty() {
-                r.get_or_insert_with(|| RangeCollector::new(method, v.len() * images.len()))
-                    .add(&v);
-            }
+    let mut done = 0;
+    for chunk in images.chunks(rayon::current_num_threads().max(1)) {
+        let outs: Vec<Vec<Vec<f32>>> = chunk
+            .par_iter()
+            .map(|path| {
+                let x = if tensors != 0 {
+                    tensor_input_for(g, path)?
+                } else {
+                    input_for(g, path, normalize)?
+                };
+                crate::reference::run(g, &[(input, x)])
+            })
+            .collect::<Result<_>>()?;
+        for out in outs {
+            ranges.par_iter_mut().zip(out).for_each(|(r, v)| {
+                if !v.is_empty() {
+                    r.get_or_insert_with(|| RangeCollector::new(method, v.len() * images.len()))
+                        .add(&v);
+                }
+            });
+            done += 1;
+            progress(done, images.len());
         }
-        progress(i + 1, images.len());
     }
     let mut cal = Calibration::from_ranges(&mut ranges);
     // An image input's scale is what the runtime's conversion implies, not its range; a
