@@ -41,6 +41,7 @@ pub mod partition;
 pub mod report;
 pub mod runtime;
 pub mod server;
+pub mod session;
 pub mod tensor;
 
 pub use device::{open_device, DeviceKind, HwConfig, MockDevice};
