@@ -501,12 +501,11 @@ fn run_fp16(t: &Test, fallback: bool) -> Run {
     for (si, set) in t.sets.iter().enumerate() {
         // Recompiled per data set only when inputs are bound as constants.
         if compiled.as_ref().is_none_or(|c| c.1 != t.names.len()) {
-            let opts = nvdla_compiler::CompileOptions {
+            let opts = nvdla_compiler::Options {
                 cpu_fallback: fallback,
+                ..nvdla_compiler::Options::with_quant(target, &Quant::default())
             };
-            let compile = |g: &Graph| {
-                nvdla_compiler::compile_graph_opts(g.clone(), &target, &Quant::default(), &opts)
-            };
+            let compile = |g: &Graph| nvdla_compiler::compile_graph(g.clone(), &opts);
             match load_test(t, set, fallback, &compile) {
                 Ok((g, bind, c)) => compiled = Some((c.loadable, bind, g)),
                 Err(e) => return Run::unsupported(e),
@@ -585,9 +584,6 @@ fn run_int8(t: &Test, fallback: bool) -> Run {
     let mut worst = 0f32;
     for (si, set) in t.sets.iter().enumerate() {
         // Calibrated on the reference's activations for this data set's inputs.
-        let opts = nvdla_compiler::CompileOptions {
-            cpu_fallback: fallback,
-        };
         let compile = |g: &Graph| {
             let inputs = feed(g, set, g.inputs.len())
                 .map_err(|e| nvdla_compiler::CompileError::Network(format!("inputs: {e}")))?;
@@ -604,7 +600,11 @@ fn run_int8(t: &Test, fallback: bool) -> Run {
                 per_filter: true,
                 input_scale: 1.0,
             };
-            nvdla_compiler::compile_graph_opts(g.clone(), &target, &quant, &opts)
+            let opts = nvdla_compiler::Options {
+                cpu_fallback: fallback,
+                ..nvdla_compiler::Options::with_quant(target, &quant)
+            };
+            nvdla_compiler::compile_graph(g.clone(), &opts)
         };
         let (g, bind, c) = match load_test(t, set, fallback, &compile) {
             Ok(x) => x,

@@ -147,41 +147,99 @@ pub fn from_images(
             "--calibrate: the directory mixes images and tensor files".into(),
         ));
     }
-    // Each sample's values go into per-tensor collectors and are dropped: memory does not
-    // grow with the number of samples. The ranges are those of all values at once.
-    // As many samples at once as there are cores (the collectors' result does not depend
-    // on the order values arrive in).
-    use rayon::prelude::*;
-    let mut ranges: Vec<Option<RangeCollector>> = vec![None; g.tensors.len()];
-    let mut done = 0;
-    for chunk in images.chunks(rayon::current_num_threads().max(1)) {
-        let outs: Vec<Vec<Vec<f32>>> = chunk
-            .par_iter()
-            .map(|path| {
-                let x = if tensors != 0 {
-                    tensor_input_for(g, path)?
-                } else {
-                    input_for(g, path, normalize)?
-                };
-                crate::reference::run(g, &[(input, x)])
-            })
-            .collect::<Result<_>>()?;
-        for out in outs {
-            ranges.par_iter_mut().zip(out).for_each(|(r, v)| {
-                if !v.is_empty() {
-                    r.get_or_insert_with(|| RangeCollector::new(method, v.len() * images.len()))
-                        .add(&v);
-                }
-            });
-            done += 1;
-            progress(done, images.len());
+    let sample = |i: usize| {
+        if tensors != 0 {
+            tensor_input_for(g, &images[i])
+        } else {
+            input_for(g, &images[i], normalize)
         }
-    }
-    let mut cal = Calibration::from_ranges(&mut ranges);
+    };
+    let mut cal = collect(g, images.len(), &sample, method, progress)?;
     // An image input's scale is what the runtime's conversion implies, not its range; a
     // tensor input's is its range, like any other tensor's.
     if tensors == 0 {
         cal.scales.insert(input, 255.0 / (127.0 * normalize));
     }
     Ok(cal)
+}
+
+/// Runs the reference on sample values of the network's first input (NCHW `f32`, batch
+/// 1, one array per sample) and derives per-tensor scales with `method`; the input's scale
+/// is its range, as for tensor files.
+pub fn from_arrays(
+    g: &Graph,
+    samples: &[Vec<f32>],
+    method: RangeMethod,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Calibration> {
+    let input = *g
+        .inputs
+        .first()
+        .ok_or_else(|| CompileError::Network("the network has no input".into()))?;
+    let want = g.shape(input).elements();
+    if samples.is_empty() {
+        return Err(CompileError::Option("calibration: no samples".into()));
+    }
+    for (i, s) in samples.iter().enumerate() {
+        if s.len() != want {
+            return Err(CompileError::Option(format!(
+                "calibration sample {i}: {} values, the input `{}` ({}) has {want}",
+                s.len(),
+                g.tensor(input).name,
+                g.shape(input)
+            )));
+        }
+        if s.iter().any(|x| !x.is_finite()) {
+            return Err(CompileError::Option(format!(
+                "calibration sample {i} holds NaN or infinity"
+            )));
+        }
+    }
+    collect(
+        g,
+        samples.len(),
+        &|i| Ok(samples[i].clone()),
+        method,
+        progress,
+    )
+}
+
+/// The reference on samples `0..n` (`sample(i)` is the first input's values), their
+/// values streamed into per-tensor range collectors.
+fn collect(
+    g: &Graph,
+    n: usize,
+    sample: &(dyn Fn(usize) -> Result<Vec<f32>> + Sync),
+    method: RangeMethod,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Calibration> {
+    let input = *g
+        .inputs
+        .first()
+        .ok_or_else(|| CompileError::Network("the network has no input".into()))?;
+    // Each sample's values go into per-tensor range collectors and are dropped: memory does
+    // not grow with the number of samples. The ranges are those of all values at once. As
+    // many samples run at once as there are cores (the collectors' result does not depend
+    // on the order values arrive in).
+    use rayon::prelude::*;
+    let mut ranges: Vec<Option<RangeCollector>> = vec![None; g.tensors.len()];
+    let indices: Vec<usize> = (0..n).collect();
+    let mut done = 0;
+    for chunk in indices.chunks(rayon::current_num_threads().max(1)) {
+        let outs: Vec<Vec<Vec<f32>>> = chunk
+            .par_iter()
+            .map(|&i| crate::reference::run(g, &[(input, sample(i)?)]))
+            .collect::<Result<_>>()?;
+        for out in outs {
+            ranges.par_iter_mut().zip(out).for_each(|(r, v)| {
+                if !v.is_empty() {
+                    r.get_or_insert_with(|| RangeCollector::new(method, v.len() * n))
+                        .add(&v);
+                }
+            });
+            done += 1;
+            progress(done, n);
+        }
+    }
+    Ok(Calibration::from_ranges(&mut ranges))
 }

@@ -90,7 +90,7 @@ fn stats(hw: &[f32], reference: &[f32]) -> (f64, f64, f64, f64) {
     (max_err, max_ref, cosine, snr)
 }
 
-/// Runs `c` (compiled with [`crate::compile_graph_debug`]) on `device` (the VP, or the
+/// Runs `c` (compiled with [`crate::Options::keep_activations`]) on `device` (the VP, or the
 /// RTL) of `t`'s configuration with `image` fed as `nvdla-runtime --image` feeds it
 /// (`normalize`: its `--normalize`), and compares every operation's output with the
 /// reference.

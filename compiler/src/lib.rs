@@ -1,6 +1,7 @@
-//! The NVDLA compiler: Caffe (and later ONNX) models to loadables.
+//! The NVDLA compiler: Caffe and ONNX models to loadables.
 //!
-//! The pipeline (`docs/compiler.md`): front end -> [`ir::Graph`] -> graph passes ->
+//! One way in: fill [`Options`] and call [`compile`] with a [`Model`]'s bytes, or
+//! [`compile_graph`] with a graph a front end built. The pipeline (`docs/compiler.md`): front end -> [`ir::Graph`] -> graph passes ->
 //! lowering to engine operations for one hardware configuration (from `nvdla-hw`) ->
 //! schedule and memory plan -> emission through `nvdla-loadable`'s builder.
 #![forbid(unsafe_code)]
@@ -17,6 +18,7 @@ pub mod frontend;
 pub mod ir;
 pub mod lower;
 pub mod lut;
+pub mod options;
 pub mod pack;
 pub mod passes;
 pub mod plan;
@@ -27,6 +29,7 @@ pub mod sdp;
 pub mod target;
 
 pub use error::{CompileError, Result};
+pub use options::{compile, Calibrate, Model, Options};
 
 use std::time::Instant;
 
@@ -45,67 +48,38 @@ pub struct Compiled {
     pub tasks: usize,
     /// Sum of the memory-list sizes.
     pub memory_bytes: u64,
-    /// Compile time in seconds (front end excluded).
+    /// Compile time in seconds (front end and calibration excluded).
     pub seconds: f64,
+    /// The int8 scales used (`None` for fp16).
+    pub calibration: Option<quant::Calibration>,
 }
 
-/// Compiles a graph (from any front end) for `target` (fp16; see [`compile_graph_with`]).
-pub fn compile_graph(graph: ir::Graph, target: &target::Target) -> Result<Compiled> {
-    compile_graph_with(graph, target, &lower::Quant::default())
+/// Compiles a graph (from any front end) with `opts`, calibrating it first when
+/// [`Options::calibration`] asks for it.
+pub fn compile_graph(graph: ir::Graph, opts: &Options) -> Result<Compiled> {
+    opts.check()?;
+    let cal = opts.calibrate(&graph, &mut |_| {})?;
+    compile_calibrated(graph, opts, cal)
 }
 
-/// Compiles a graph for `target` with int8 quantization inputs `quant` (its calibration
-/// refers to `graph`'s tensors, which the graph passes keep).
-pub fn compile_graph_with(
-    graph: ir::Graph,
-    target: &target::Target,
-    quant: &lower::Quant<'_>,
-) -> Result<Compiled> {
-    compile(graph, target, quant, true, &CompileOptions::default())
-}
-
-/// Options of a compilation beyond the target and the quantization.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CompileOptions {
-    /// Operations the hardware cannot run become CPU (EMU) operations that
-    /// `nvdla-runtime` executes (`--cpu-fallback`) instead of errors; the loadable then
-    /// declares the fallback interface ([`emit::EMU1_FALLBACK_VERSION`]).
-    pub cpu_fallback: bool,
-}
-
-/// [`compile_graph_with`] with [`CompileOptions`].
-pub fn compile_graph_opts(
-    graph: ir::Graph,
-    target: &target::Target,
-    quant: &lower::Quant<'_>,
-    opts: &CompileOptions,
-) -> Result<Compiled> {
-    compile(graph, target, quant, true, opts)
-}
-
-/// Like [`compile_graph_with`], but every activation keeps its own memory, so that each
-/// layer's output can be read after a run (the per-layer comparison, [`compare`]).
-pub fn compile_graph_debug(
-    graph: ir::Graph,
-    target: &target::Target,
-    quant: &lower::Quant<'_>,
-) -> Result<Compiled> {
-    compile(graph, target, quant, false, &CompileOptions::default())
-}
-
-fn compile(
+/// [`compile_graph`] with the scales already computed.
+pub(crate) fn compile_calibrated(
     mut graph: ir::Graph,
-    target: &target::Target,
-    quant: &lower::Quant<'_>,
-    reuse: bool,
-    opts: &CompileOptions,
+    opts: &Options,
+    calibration: Option<quant::Calibration>,
 ) -> Result<Compiled> {
     let start = Instant::now();
+    let target = &opts.target;
+    let quant = lower::Quant {
+        cal: calibration.as_ref(),
+        per_filter: opts.per_filter,
+        input_scale: opts.effective_input_scale(),
+    };
     let source_layers = graph.nodes.len();
     graph.check().map_err(CompileError::Network)?;
     passes::run_all(&mut graph)?;
-    let mut program = lower::lower_with(&graph, target, quant, opts)?;
-    plan::plan(&mut program, reuse);
+    let mut program = lower::lower_with(&graph, target, &quant, opts.cpu_fallback)?;
+    plan::plan(&mut program, !opts.keep_activations);
     let spec = emit::emit(&program, target)?;
     let loadable = spec.build();
     Ok(Compiled {
@@ -116,6 +90,7 @@ fn compile(
         graph,
         source_layers,
         seconds: start.elapsed().as_secs_f64(),
+        calibration,
     })
 }
 

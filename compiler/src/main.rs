@@ -4,12 +4,11 @@
 use clap::Parser;
 use nvdla_compiler::calibrate;
 use nvdla_compiler::dump;
-use nvdla_compiler::frontend::{self, ModelFiles};
-use nvdla_compiler::lower::Quant;
-use nvdla_compiler::preprocess::{self, ChannelOrder, Preprocess};
+use nvdla_compiler::frontend::ModelFiles;
+use nvdla_compiler::preprocess::{ChannelOrder, Preprocess};
 use nvdla_compiler::quant::{Calibration, RangeMethod};
 use nvdla_compiler::target::{Precision, Target};
-use nvdla_compiler::{passes, CompileError};
+use nvdla_compiler::{passes, Calibrate, CompileError, Model, Options};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -224,6 +223,7 @@ fn run(a: &Args) -> Result<(), CompileError> {
         }
     }
     let target = Target::new(hw, precision)?;
+    let mut opts = Options::new(target);
     if !target.precision_in_silicon() && !a.quiet {
         eprintln!(
             "warning: {} silicon has no {} datapath; the loadable runs on NVIDIA's C model and \
@@ -236,60 +236,69 @@ fn run(a: &Args) -> Result<(), CompileError> {
             eprintln!("{m}");
         }
     };
-    progress(&format!(
-        "reading {}",
-        match &files {
-            ModelFiles::Caffe { prototxt, .. } => prototxt.display(),
-            ModelFiles::Onnx { model, .. } => model.display(),
-        }
-    ));
-    let mut files = files;
-    if let ModelFiles::Onnx { target: t, .. } = &mut files {
-        *t = Some(target);
-    }
-    let mut graph = frontend::load(&files)?;
-    for note in &graph.notes {
-        progress(&format!("note: {note}"));
-    }
-    preprocess::apply(
-        &mut graph,
-        &Preprocess {
-            mean: a.mean.clone(),
-            scale: a.scale,
-            order: if a.channel_order == "rgb" {
-                ChannelOrder::Rgb
-            } else {
-                ChannelOrder::Bgr
-            },
+    opts.cpu_fallback = a.cpu_fallback;
+    opts.keep_activations = a.compare.is_some();
+    opts.normalize = a.normalize;
+    opts.per_filter = a.quantization_mode == "per-filter";
+    opts.calib_method = if a.calib_method == "max-abs" {
+        RangeMethod::MaxAbs
+    } else {
+        RangeMethod::Percentile(99.99)
+    };
+    opts.preprocess = Preprocess {
+        mean: a.mean.clone(),
+        scale: a.scale,
+        order: if a.channel_order == "rgb" {
+            ChannelOrder::Rgb
+        } else {
+            ChannelOrder::Bgr
         },
-    )?;
-    progress(&format!(
-        "compiling {} layers for {} {}",
-        graph.nodes.len(),
-        hw.name,
-        a.cprecision
-    ));
-    let calibration = calibration(a, &graph, &progress)?;
-    if let (Some(path), Some(cal)) = (&a.write_calibtable, &calibration) {
-        std::fs::write(path, cal.to_json(&graph)).map_err(|e| CompileError::Io {
+    };
+    opts.calibration = if let Some(path) = &a.calibtable {
+        let text = std::fs::read_to_string(path).map_err(|e| CompileError::Io {
+            path: path.clone(),
+            source: e,
+        })?;
+        Calibrate::Table {
+            text,
+            label: path.display().to_string(),
+        }
+    } else if let Some(dir) = &a.calibrate {
+        Calibrate::Samples(calibrate::images_in(dir)?)
+    } else {
+        Calibrate::None
+    };
+    let model = match &files {
+        ModelFiles::Caffe {
+            prototxt,
+            caffemodel,
+        } => {
+            progress(&format!("reading {}", prototxt.display()));
+            Model::caffe_files(prototxt, caffemodel)?
+        }
+        ModelFiles::Onnx {
+            model,
+            input_shapes,
+            ..
+        } => {
+            progress(&format!("reading {}", model.display()));
+            opts.input_shapes = input_shapes.clone();
+            Model::onnx_file(model)?
+        }
+    };
+    let compiled = nvdla_compiler::compile(&model, &opts, &mut |m| progress(m))?;
+    if let (Some(path), Some(cal)) = (&a.write_calibtable, &compiled.calibration) {
+        std::fs::write(path, cal.to_json(&compiled.graph)).map_err(|e| CompileError::Io {
             path: path.clone(),
             source: e,
         })?;
         progress(&format!("wrote calibration table {}", path.display()));
     }
-    let quant = Quant {
-        cal: calibration.as_ref(),
-        per_filter: a.quantization_mode == "per-filter",
-        input_scale: 255.0 / (127.0 * a.normalize),
-    };
-    let compiled = if a.compare.is_some() {
-        nvdla_compiler::compile_graph_debug(graph, &target, &quant)?
-    } else {
-        let opts = nvdla_compiler::CompileOptions {
-            cpu_fallback: a.cpu_fallback,
-        };
-        nvdla_compiler::compile_graph_opts(graph, &target, &quant, &opts)?
-    };
+    if let (Calibrate::Samples(files), Some(cal)) = (&opts.calibration, &compiled.calibration) {
+        if files.iter().any(|p| calibrate::is_tensor_file(p)) {
+            print_tensor_scales(&compiled.graph, cal);
+        }
+    }
     if let Some(image) = &a.compare {
         if a.normalize.fract() != 0.0 || !(1.0..=255.0).contains(&a.normalize) {
             return Err(CompileError::Option(
@@ -347,70 +356,25 @@ fn run(a: &Args) -> Result<(), CompileError> {
     Ok(())
 }
 
-/// The int8 calibration from `--calibtable` or `--calibrate`, if any.
-fn calibration(
-    a: &Args,
-    graph: &nvdla_compiler::ir::Graph,
-    progress: &dyn Fn(&str),
-) -> Result<Option<Calibration>, CompileError> {
-    if let Some(path) = &a.calibtable {
-        let text = std::fs::read_to_string(path).map_err(|e| CompileError::Io {
-            path: path.clone(),
-            source: e,
-        })?;
-        let cal = if text.trim_start().starts_with("TRT-") {
-            Calibration::from_trt_cache(graph, &text)
-        } else {
-            Calibration::from_json(graph, &text)
-        }
-        .map_err(|e| match e {
-            CompileError::Parse { reason, .. } => CompileError::Parse {
-                file: path.display().to_string(),
-                reason,
-            },
-            e => e,
-        })?;
-        progress(&format!(
-            "calibration table {}: {} tensors",
-            path.display(),
-            cal.scales.len()
-        ));
-        return Ok(Some(cal));
-    }
-    let Some(dir) = &a.calibrate else {
-        return Ok(None);
-    };
-    let images = calibrate::images_in(dir)?;
-    let method = if a.calib_method == "max-abs" {
-        RangeMethod::MaxAbs
-    } else {
-        RangeMethod::Percentile(99.99)
-    };
-    let cal = calibrate::from_images(graph, &images, a.normalize, method, &mut |i, n| {
-        if i == n || i % 10 == 0 {
-            progress(&format!("calibrating: {i}/{n} samples"));
-        }
-    })?;
-    if images.iter().any(|p| calibrate::is_tensor_file(p)) {
-        // Printed even with -q: the runtime needs them to feed and read real values.
-        for &input in &graph.inputs {
-            if let Some(s) = cal.get(input) {
-                eprintln!(
-                    "input '{}': int8 scale {s:e} (nvdla-runtime --input F --input-scale {s:e})",
-                    graph.tensor(input).name
-                );
-            }
-        }
-        for &output in &graph.outputs {
-            if let Some(s) = cal.get(output) {
-                eprintln!(
-                    "output '{}': int8 scale {s:e} (nvdla-runtime --output F.npy --output-scale {s:e})",
-                    graph.tensor(output).name
-                );
-            }
+/// The scales `nvdla-runtime` needs to feed and read real values (tensor samples).
+fn print_tensor_scales(graph: &nvdla_compiler::ir::Graph, cal: &Calibration) {
+    // Printed even with -q.
+    for &input in &graph.inputs {
+        if let Some(s) = cal.get(input) {
+            eprintln!(
+                "input '{}': int8 scale {s:e} (nvdla-runtime --input F --input-scale {s:e})",
+                graph.tensor(input).name
+            );
         }
     }
-    Ok(Some(cal))
+    for &output in &graph.outputs {
+        if let Some(s) = cal.get(output) {
+            eprintln!(
+                "output '{}': int8 scale {s:e} (nvdla-runtime --output F.npy --output-scale {s:e})",
+                graph.tensor(output).name
+            );
+        }
+    }
 }
 
 fn main() -> ExitCode {

@@ -7,7 +7,6 @@ mod common;
 use common::*;
 use nvdla_compiler::ir::*;
 use nvdla_compiler::target::{Precision, Target};
-use nvdla_compiler::CompileOptions;
 use nvdla_umd::emu::FallbackFn;
 
 fn node(g: &mut Graph, name: &str, op: Op, inputs: &[TensorId], out: Shape) -> TensorId {
@@ -72,7 +71,7 @@ fn refused_without_fallback() {
         Precision::Fp16,
     )
     .unwrap();
-    let e = nvdla_compiler::compile_graph(g, &target)
+    let e = nvdla_compiler::compile_graph(g, &nvdla_compiler::Options::new(target))
         .unwrap_err()
         .to_string();
     assert!(
@@ -86,8 +85,7 @@ fn runs_on_the_cpu_between_hardware_tasks() {
     let mut rng = Rng(11);
     let g = network(&mut rng);
     let input = rng.vec(20 * 6 * 5, 1.0);
-    let opts = CompileOptions { cpu_fallback: true };
-    let (got, want) = run_fp16_opts(&g, "nv_full", &input, &opts);
+    let (got, want) = run_fp16_opts(&g, "nv_full", &input, true);
     let err = max_rel_err(&got, &want);
     assert!(err < 1e-2, "{err}");
     // The EMU task's blobs declare the fallback interface version.
@@ -96,13 +94,11 @@ fn runs_on_the_cpu_between_hardware_tasks() {
         Precision::Fp16,
     )
     .unwrap();
-    let c = nvdla_compiler::compile_graph_opts(
-        g,
-        &target,
-        &nvdla_compiler::lower::Quant::default(),
-        &opts,
-    )
-    .unwrap();
+    let opts = nvdla_compiler::Options {
+        cpu_fallback: true,
+        ..nvdla_compiler::Options::new(target)
+    };
+    let c = nvdla_compiler::compile_graph(g, &opts).unwrap();
     assert_eq!(c.tasks, 3);
     let l = nvdla_loadable::Loadable::parse(&c.loadable).unwrap();
     let v = nvdla_compiler::emit::EMU1_FALLBACK_VERSION;

@@ -11,7 +11,6 @@ use common::*;
 use nvdla_compiler::frontend::onnx;
 use nvdla_compiler::ir::{Graph, Op};
 use nvdla_compiler::target::{Precision, Target};
-use nvdla_compiler::CompileOptions;
 
 /// conv 3x3 (8 -> 16) + relu, Transpose of H and W (CPU), conv 1x1 + sigmoid, softmax
 /// over the width (CPU) and a mean over the width kept as a column (CPU), their product
@@ -108,12 +107,11 @@ fn partitions_are_merged_between_hardware_layers() {
 
 #[test]
 fn fp16_on_the_vp_matches_the_reference() {
-    let opts = CompileOptions { cpu_fallback: true };
     let mut rng = Rng(7);
     let input = rng.vec(8 * 7 * 5, 1.0);
     for config in ["nv_full", "nv_small"] {
         let g = load(config, Precision::Fp16, true).unwrap();
-        let (got, want) = run_fp16_opts(&g, config, &input, &opts);
+        let (got, want) = run_fp16_opts(&g, config, &input, true);
         let err = max_rel_err(&got, &want);
         eprintln!("fp16 {config}: max relative error {err:.2e}");
         assert!(err <= 4e-3, "fp16 {config}: error {err}");
@@ -126,13 +124,7 @@ fn int8_on_the_vp_matches_the_reference() {
     let input = rng.vec(8 * 7 * 5, 1.0);
     for config in ["nv_small", "nv_full"] {
         let g = load(config, Precision::Int8, true).unwrap();
-        let (got, want) = run_int8_opts(
-            &g,
-            config,
-            &input,
-            true,
-            &CompileOptions { cpu_fallback: true },
-        );
+        let (got, want) = run_int8_opts(&g, config, &input, true, true);
         let err = max_rel_err(&got, &want);
         eprintln!("int8 {config}: max relative error {err:.2e}");
         assert!(err <= 0.04, "int8 {config}: error {err}");
@@ -144,14 +136,11 @@ fn partitioned_loadable() -> Vec<u8> {
     let g = load("nv_full", Precision::Fp16, true).unwrap();
     let hw = nvdla_hw::Config::by_name("nv_full").unwrap();
     let target = Target::new(hw, Precision::Fp16).unwrap();
-    nvdla_compiler::compile_graph_opts(
-        g,
-        &target,
-        &nvdla_compiler::lower::Quant::default(),
-        &CompileOptions { cpu_fallback: true },
-    )
-    .unwrap()
-    .loadable
+    let opts = nvdla_compiler::Options {
+        cpu_fallback: true,
+        ..nvdla_compiler::Options::new(target)
+    };
+    nvdla_compiler::compile_graph(g, &opts).unwrap().loadable
 }
 
 #[test]

@@ -49,8 +49,11 @@ fn op_counts(g: &Graph, config: &str, precision: Precision) -> (usize, usize, us
         per_filter: false,
         input_scale: 1.0,
     };
-    let c = nvdla_compiler::compile_graph_with(g.clone(), &target, &quant)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let c = nvdla_compiler::compile_graph(
+        g.clone(),
+        &nvdla_compiler::Options::with_quant(target, &quant),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     let count = |f: fn(&HwOpKind) -> bool| c.program.ops.iter().filter(|o| f(&o.kind)).count();
     (
         count(|k| matches!(k, HwOpKind::Conv(_))),

@@ -1069,7 +1069,7 @@ fn grouped_convolutions_split_by_groups() {
         nvdla_compiler::target::Precision::Fp16,
     )
     .unwrap();
-    let c = nvdla_compiler::compile_graph(g.clone(), &t).unwrap();
+    let c = nvdla_compiler::compile_graph(g.clone(), &nvdla_compiler::Options::new(t)).unwrap();
     let dense = 2 * 9 * (96 * 96 + 128 * 128) + 2 * (96 * 32 + 16 * 128);
     eprintln!(
         "weights: {} bytes split, {dense} dense block-diagonal (fp16, nv_full); {} operations",

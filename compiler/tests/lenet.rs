@@ -52,7 +52,8 @@ fn lenet_fp16_classifies_and_matches_fp32() {
         .unwrap();
         let hw = nvdla_hw::Config::by_name(config).unwrap();
         let target = Target::new(hw, Precision::Fp16).unwrap();
-        let compiled = nvdla_compiler::compile_graph(graph, &target).unwrap();
+        let compiled =
+            nvdla_compiler::compile_graph(graph, &nvdla_compiler::Options::new(target)).unwrap();
         let loadable = tmp.join(format!("lenet_{config}.nvdla"));
         std::fs::write(&loadable, &compiled.loadable).unwrap();
         let mut worst = 0.0f64;

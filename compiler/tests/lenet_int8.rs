@@ -51,7 +51,11 @@ fn compile(g: &Graph, config: &str, cal: &Calibration, path: &Path) {
         per_filter: false,
         input_scale: 255.0 / 127.0,
     };
-    let c = nvdla_compiler::compile_graph_with(g.clone(), &target, &quant).unwrap();
+    let c = nvdla_compiler::compile_graph(
+        g.clone(),
+        &nvdla_compiler::Options::with_quant(target, &quant),
+    )
+    .unwrap();
     std::fs::write(path, c.loadable).unwrap();
 }
 

@@ -73,7 +73,7 @@ fn input(g: &Graph) -> Vec<f32> {
 fn run(g: &Graph, config: &str, x: &[f32]) -> Result<Vec<(String, f32)>, CompileError> {
     let hw = nvdla_hw::Config::by_name(config).unwrap();
     let target = Target::new(hw, Precision::Fp16).unwrap();
-    let compiled = nvdla_compiler::compile_graph(g.clone(), &target)?;
+    let compiled = nvdla_compiler::compile_graph(g.clone(), &nvdla_compiler::Options::new(target))?;
     let reference = nvdla_compiler::reference::run(g, &[(g.inputs[0], x.to_vec())])
         .unwrap_or_else(|e| panic!("reference: {e}"));
     let atom = hw.memory_atomic as usize;
@@ -270,7 +270,8 @@ fn alexnet_fully_connected_weights_exceed_the_cbuf() {
     for config in MAIN {
         let hw = nvdla_hw::Config::by_name(config).unwrap();
         let t = Target::new(hw, Precision::Fp16).unwrap();
-        let compiled = nvdla_compiler::compile_graph(g.clone(), &t).unwrap();
+        let compiled =
+            nvdla_compiler::compile_graph(g.clone(), &nvdla_compiler::Options::new(t)).unwrap();
         for fc in ["fc6", "fc7"] {
             let op = compiled
                 .program

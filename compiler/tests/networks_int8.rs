@@ -322,8 +322,11 @@ fn run_int8_many(
 ) -> (Vec<Vec<f32>>, f32) {
     let hw = nvdla_hw::Config::by_name(config).unwrap();
     let target = Target::new(hw, Precision::Int8).unwrap();
-    let compiled = nvdla_compiler::compile_graph_with(g.clone(), &target, quant)
-        .unwrap_or_else(|e| panic!("{config}: {e}"));
+    let compiled = nvdla_compiler::compile_graph(
+        g.clone(),
+        &nvdla_compiler::Options::with_quant(target, quant),
+    )
+    .unwrap_or_else(|e| panic!("{config}: {e}"));
     let atom = hw.memory_atomic as usize;
     let s = g.shape(g.inputs[0]);
     let o = g.shape(g.outputs[out]);

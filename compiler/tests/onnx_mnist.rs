@@ -152,8 +152,8 @@ fn mnist_fp16_nv_full() {
     let g = model(&shared);
     let hw = nvdla_hw::Config::by_name("nv_full").unwrap();
     let target = Target::new(hw, Precision::Fp16).unwrap();
-    let compiled =
-        nvdla_compiler::compile_graph(g.clone(), &target).unwrap_or_else(|e| panic!("{e}"));
+    let compiled = nvdla_compiler::compile_graph(g.clone(), &nvdla_compiler::Options::new(target))
+        .unwrap_or_else(|e| panic!("{e}"));
     eprintln!("{}", compiled.summary());
     let dir = tmp("fp16");
     let loadable = dir.join("mnist_nv_full_fp16.nvdla");
@@ -200,8 +200,11 @@ fn mnist_int8_nv_small() {
         per_filter: false,
         input_scale: 255.0 / (127.0 * normalize),
     };
-    let compiled = nvdla_compiler::compile_graph_with(g.clone(), &target, &quant)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let compiled = nvdla_compiler::compile_graph(
+        g.clone(),
+        &nvdla_compiler::Options::with_quant(target, &quant),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     eprintln!("{}", compiled.summary());
     let out_scale = f64::from(compiled.program.surface(compiled.program.outputs[0]).scale);
     let dir = tmp("int8");

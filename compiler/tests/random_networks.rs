@@ -353,9 +353,18 @@ fn run(
     // memory (NVDLA_RANDOM_RTL_LAYERS=1).
     let compiled = if on_rtl(config, precision) && std::env::var("NVDLA_RANDOM_RTL_LAYERS").is_ok()
     {
-        nvdla_compiler::compile_graph_debug(g.clone(), &target, &quant)
+        nvdla_compiler::compile_graph(
+            g.clone(),
+            &nvdla_compiler::Options {
+                keep_activations: true,
+                ..nvdla_compiler::Options::with_quant(target, &quant)
+            },
+        )
     } else {
-        nvdla_compiler::compile_graph_with(g.clone(), &target, &quant)
+        nvdla_compiler::compile_graph(
+            g.clone(),
+            &nvdla_compiler::Options::with_quant(target, &quant),
+        )
     }
     .map_err(|e| (Outcome::Unsupported, e.to_string()))?;
     if std::env::var("NVDLA_RANDOM_DEBUG").is_ok() {

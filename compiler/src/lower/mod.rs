@@ -55,16 +55,12 @@ impl Default for Quant<'_> {
 
 /// Lower `g` for `t`.
 pub fn lower(g: &Graph, t: &Target, q: &Quant<'_>) -> Result<Program> {
-    lower_with(g, t, q, &crate::CompileOptions::default())
+    lower_with(g, t, q, false)
 }
 
-/// Lower `g` for `t` with compile options (the CPU fallback).
-pub fn lower_with(
-    g: &Graph,
-    t: &Target,
-    q: &Quant<'_>,
-    opts: &crate::CompileOptions,
-) -> Result<Program> {
+/// Lower `g` for `t`; with `cpu_fallback`, operations no engine runs become CPU
+/// operations ([`crate::Options::cpu_fallback`]).
+pub fn lower_with(g: &Graph, t: &Target, q: &Quant<'_>, cpu_fallback: bool) -> Result<Program> {
     check_batch(g)?;
     let (split, partials) = split_eltwise(g);
     let split = fit_coefficients(split, t);
@@ -84,7 +80,7 @@ pub fn lower_with(
         views: concat_views(g, t),
         done: vec![false; g.nodes.len()],
         inherit: HashMap::new(),
-        cpu_fallback: opts.cpu_fallback,
+        cpu_fallback,
     };
     // Tensors the concatenation rewrite added take the concatenation's scale.
     for (new, orig) in like {

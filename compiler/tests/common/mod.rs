@@ -83,27 +83,26 @@ pub fn from_surface(
 /// Compiles `g` for `config` in fp16, runs it on the VP with `input` for its only input,
 /// and returns (hardware output, reference output) of its only output, NCHW.
 pub fn run_fp16(g: &Graph, config: &str, input: &[f32]) -> (Vec<f32>, Vec<f32>) {
-    run_fp16_opts(g, config, input, &nvdla_compiler::CompileOptions::default())
+    run_fp16_opts(g, config, input, false)
 }
 
-/// [`run_fp16`] with compile options (the CPU fallback).
+/// [`run_fp16`], with or without the CPU fallback.
 pub fn run_fp16_opts(
     g: &Graph,
     config: &str,
     input: &[f32],
-    opts: &nvdla_compiler::CompileOptions,
+    cpu_fallback: bool,
 ) -> (Vec<f32>, Vec<f32>) {
     let reference = nvdla_compiler::reference::run(g, &[(g.inputs[0], input.to_vec())]).unwrap();
     let want = reference[g.outputs[0].0].clone();
     let hw = nvdla_hw::Config::by_name(config).unwrap();
     let target = Target::new(hw, Precision::Fp16).unwrap();
-    let compiled = nvdla_compiler::compile_graph_opts(
-        g.clone(),
-        &target,
-        &nvdla_compiler::lower::Quant::default(),
-        opts,
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let opts = nvdla_compiler::Options {
+        cpu_fallback,
+        ..nvdla_compiler::Options::new(target)
+    };
+    let compiled =
+        nvdla_compiler::compile_graph(g.clone(), &opts).unwrap_or_else(|e| panic!("{e}"));
     let mut dev = device(config);
     let mut rt = Runtime::load(dev.as_mut(), &compiled.loadable).unwrap();
     let ti = rt.tensor(Direction::Input, 0).unwrap().clone();
@@ -193,7 +192,7 @@ pub fn from_surface_i8(
 /// Compiles `g` for `config` in int8, calibrated (max-abs) on the reference's values for
 /// `input` itself, runs it on the VP, and returns (hardware output, reference output).
 pub fn run_int8(g: &Graph, config: &str, input: &[f32], per_filter: bool) -> (Vec<f32>, Vec<f32>) {
-    run_int8_opts(g, config, input, per_filter, &Default::default())
+    run_int8_opts(g, config, input, per_filter, false)
 }
 
 /// [`run_int8`] with compile options (the CPU fallback).
@@ -202,7 +201,7 @@ pub fn run_int8_opts(
     config: &str,
     input: &[f32],
     per_filter: bool,
-    opts: &nvdla_compiler::CompileOptions,
+    cpu_fallback: bool,
 ) -> (Vec<f32>, Vec<f32>) {
     use nvdla_compiler::quant::{Calibration, RangeMethod};
     let reference = nvdla_compiler::reference::run(g, &[(g.inputs[0], input.to_vec())]).unwrap();
@@ -215,8 +214,12 @@ pub fn run_int8_opts(
         per_filter,
         input_scale: 1.0,
     };
-    let compiled = nvdla_compiler::compile_graph_opts(g.clone(), &target, &quant, opts)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let opts = nvdla_compiler::Options {
+        cpu_fallback,
+        ..nvdla_compiler::Options::with_quant(target, &quant)
+    };
+    let compiled =
+        nvdla_compiler::compile_graph(g.clone(), &opts).unwrap_or_else(|e| panic!("{e}"));
     let mut dev = device(config);
     let mut rt = Runtime::load(dev.as_mut(), &compiled.loadable).unwrap();
     let ti = rt.tensor(Direction::Input, 0).unwrap().clone();

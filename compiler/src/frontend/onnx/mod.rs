@@ -81,7 +81,7 @@ pub struct Options {
     /// initializers (tests of the ONNX backend suite feed weights as inputs).
     pub constants: Vec<proto::TensorProto>,
     /// Map the operators the hardware cannot compute but the CPU fallback can
-    /// (`--cpu-fallback`; see [`crate::CompileOptions::cpu_fallback`]).
+    /// (`--cpu-fallback`; see [`crate::Options::cpu_fallback`]).
     pub cpu_fallback: bool,
     /// The build compiled for: with `cpu_fallback`, nodes its engines cannot take
     /// ([`crate::capability`]) go to the CPU too.
@@ -168,7 +168,8 @@ pub fn build(model: &proto::ModelProto, opts: &Options) -> Result<Graph> {
     Ok(g)
 }
 
-fn load_labeled(bytes: &[u8], file: &str, opts: &Options) -> Result<Graph> {
+/// [`load`], naming the model `file` in errors.
+pub fn load_labeled(bytes: &[u8], file: &str, opts: &Options) -> Result<Graph> {
     let model = decode(bytes, file)?;
     build(&model, opts)
 }
