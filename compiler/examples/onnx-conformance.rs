@@ -347,7 +347,7 @@ fn compare(got: &[f32], want: &[f32], tol: &dyn Fn(f32) -> f32) -> Result<f32, S
     }
 }
 
-fn device(config: &str) -> Result<Box<dyn nvdla_port::device::Device>, String> {
+fn device(config: &str) -> Result<Box<dyn nvdla_port::device::Device + Send>, String> {
     let cfg = nvdla_umd::HwConfig::ALL
         .into_iter()
         .find(|c| c.name() == config)

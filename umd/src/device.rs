@@ -100,17 +100,20 @@ pub enum OpenDeviceError {
 /// entry point ([`crate::app::run`]) takes an opener so that tests and embedders can supply
 /// their own.
 pub type DeviceOpener<'a> =
-    dyn Fn(&DeviceKind, HwConfig) -> Result<Box<dyn Device>, OpenDeviceError> + 'a;
+    dyn Fn(&DeviceKind, HwConfig) -> Result<Box<dyn Device + Send>, OpenDeviceError> + 'a;
 
 /// Opens the device backend `kind` for hardware configuration `config`.
 ///
 /// This is the seam where backends are wired in: each arm returns the backend's
 /// `Box<dyn Device>`. `config` selects the virtual platform's hardware; real hardware
 /// reports its own.
+///
+/// Every backend may move between threads (`Send`): a session can run on a worker thread
+/// (the Python package releases the GIL while the accelerator runs).
 pub fn open_device(
     kind: &DeviceKind,
     config: HwConfig,
-) -> Result<Box<dyn Device>, OpenDeviceError> {
+) -> Result<Box<dyn Device + Send>, OpenDeviceError> {
     match kind {
         DeviceKind::Mock => Ok(Box::new(MockDevice::new())),
         #[cfg(feature = "vp")]

@@ -8,8 +8,8 @@
 //! between caller arrays (`f32`, NCHW) and the tensors' surfaces with the same code as
 //! `nvdla-runtime --input` and `--output F.npy` ([`crate::tensor`]).
 //!
-//! Threading: a session is `Send` when its device is, and is used from one thread at a time
-//! (every method takes `&mut self` or `&self`).
+//! Threading: a session is `Send` (every device backend is) and is used from one thread at
+//! a time (every method takes `&mut self` or `&self`).
 
 use crate::device::{open_device, DeviceKind, HwConfig};
 use crate::error::Direction;
@@ -88,7 +88,7 @@ impl TensorInfo {
 
 /// A device with one network loaded on it.
 pub struct Session {
-    dev: Box<dyn Device>,
+    dev: Box<dyn Device + Send>,
     loaded: Loaded,
     run_options: RunOptions,
     last_seconds: f64,
@@ -106,7 +106,7 @@ impl fmt::Debug for Session {
 
 /// Opens device `kind` (`vp`, `linux`, `socket:PATH`, `rtl[:PATH]`, `mock`) for hardware
 /// configuration `config` (the virtual platform's; real hardware reports its own).
-pub fn open(kind: &str, config: &str) -> Result<Box<dyn Device>, SessionError> {
+pub fn open(kind: &str, config: &str) -> Result<Box<dyn Device + Send>, SessionError> {
     let kind: DeviceKind = kind.parse().map_err(SessionError::InvalidArgument)?;
     let config: HwConfig =
         nvdla_port::parse_build(config).map_err(SessionError::InvalidArgument)?;
@@ -116,7 +116,7 @@ pub fn open(kind: &str, config: &str) -> Result<Box<dyn Device>, SessionError> {
 impl Session {
     /// Loads `loadable` onto `dev`: parses and validates it, allocates its memory and
     /// writes its weights.
-    pub fn load(mut dev: Box<dyn Device>, loadable: Vec<u8>) -> Result<Self, SessionError> {
+    pub fn load(mut dev: Box<dyn Device + Send>, loadable: Vec<u8>) -> Result<Self, SessionError> {
         let loaded = Loaded::try_new(loadable, |bytes| {
             Runtime::load(dev.as_mut(), bytes).map_err(|e| SessionError::Load(e.to_string()))
         })?;

@@ -1,0 +1,195 @@
+"""NVDLA from Python: compile Caffe and ONNX models into loadables and run them on a
+device (the built-in virtual platform by default) with ONNX Runtime's session interface.
+
+    import nvdla
+    sess = nvdla.InferenceSession("model.onnx")            # compiled on the fly (fp16, nv_full)
+    out = sess.run(None, {sess.get_inputs()[0].name: x})  # like onnxruntime
+
+A script written for ONNX Runtime moves to NVDLA by changing the line that makes the
+session. Loadables compiled once can be saved and loaded:
+
+    loadable = nvdla.compile(open("model.onnx", "rb").read(), config="nv_small",
+                             precision="int8", calibration=[x0, x1])
+    loadable.save("model.nvdla")
+    sess = nvdla.InferenceSession("model.nvdla", config="nv_small")
+
+Errors are exceptions carrying the compiler's or the runtime's message: CompileError,
+DeviceError, LoadError, RunError (all NvdlaError), ValueError for wrong arguments.
+"""
+
+import os
+
+import numpy as np
+
+from ._nvdla import (
+    CompileError,
+    DeviceError,
+    LoadError,
+    NativeSession,
+    NvdlaError,
+    RunError,
+)
+from ._nvdla import compile as _compile
+
+__all__ = [
+    "compile",
+    "Loadable",
+    "InferenceSession",
+    "NodeArg",
+    "NvdlaError",
+    "CompileError",
+    "DeviceError",
+    "LoadError",
+    "RunError",
+]
+
+
+class Loadable:
+    """A compiled network: the bytes of an NVDLA loadable."""
+
+    def __init__(self, data, config="nv_full"):
+        self.data = bytes(data)
+        self.config = config
+
+    def save(self, path):
+        with open(path, "wb") as f:
+            f.write(self.data)
+
+    @classmethod
+    def load(cls, path, config="nv_full"):
+        with open(path, "rb") as f:
+            return cls(f.read(), config)
+
+    def __len__(self):
+        return len(self.data)
+
+    def __repr__(self):
+        return f"<nvdla.Loadable {len(self.data)} bytes for {self.config}>"
+
+
+def compile(model, config="nv_full", precision="fp16", calibration=None, cpu_fallback=False,
+            per_filter=False):
+    """Compiles `model` into a Loadable.
+
+    model: a path to an .onnx file, ONNX bytes, or (prototxt_path, caffemodel_path).
+    calibration: for int8, an iterable of float32 arrays of the first input (NCHW, batch 1),
+    which the compiler's fp32 reference runs to find each tensor's range; or a calibration
+    table's text (NVIDIA's JSON or a TensorRT cache).
+    cpu_fallback: operators no NVDLA engine runs go to the CPU (partitions).
+    """
+    label = "model"
+    if isinstance(model, (str, os.PathLike)):
+        label = os.fspath(model)
+        with open(model, "rb") as f:
+            model = f.read()
+    elif isinstance(model, tuple):
+        prototxt, caffemodel = model
+        with open(prototxt, "r") as f:
+            text = f.read()
+        with open(caffemodel, "rb") as f:
+            weights = f.read()
+        model = (text, weights)
+    if calibration is not None and not isinstance(calibration, str):
+        calibration = [np.ascontiguousarray(a, dtype=np.float32) for a in calibration]
+    data = _compile(model, config=config, precision=precision, calibration=calibration,
+                    cpu_fallback=cpu_fallback, per_filter=per_filter, label=label)
+    return Loadable(data, config)
+
+
+class NodeArg:
+    """An input or output, as onnxruntime.NodeArg: name, shape, type."""
+
+    def __init__(self, info):
+        self.name = info["name"]
+        self.shape = list(info["shape"])
+        self.type = "tensor(float)"
+        self.device_type = info["type"]
+        self.scale = info["scale"]
+        self.surface_bytes = info["surface_bytes"]
+
+    def __repr__(self):
+        return f"NodeArg(name={self.name!r}, type={self.type!r}, shape={self.shape})"
+
+
+class InferenceSession:
+    """onnxruntime.InferenceSession's interface on an NVDLA device.
+
+    path_or_loadable: an .onnx file (compiled on the fly with `precision`, `calibration`
+    and `cpu_fallback`), an .nvdla file, a Loadable, or loadable bytes.
+    config: the hardware build; device: "vp" (default), "linux", "socket:PATH", "rtl".
+    providers and sess_options are accepted for compatibility and ignored.
+    """
+
+    def __init__(self, path_or_loadable, sess_options=None, providers=None, config=None,
+                 device="vp", precision="fp16", calibration=None, cpu_fallback=False,
+                 profiling=False, **kwargs):
+        del sess_options, providers, kwargs
+        loadable = path_or_loadable
+        if isinstance(loadable, (str, os.PathLike)):
+            path = os.fspath(loadable)
+            if path.endswith(".onnx"):
+                loadable = compile(path, config=config or "nv_full", precision=precision,
+                                   calibration=calibration, cpu_fallback=cpu_fallback)
+            else:
+                loadable = Loadable.load(path, config or "nv_full")
+        elif isinstance(loadable, (bytes, bytearray)):
+            loadable = Loadable(loadable, config or "nv_full")
+        if not isinstance(loadable, Loadable):
+            raise TypeError("an .onnx or .nvdla path, a Loadable, or loadable bytes")
+        self.config = config or loadable.config
+        self._native = NativeSession(loadable.data, device=device, config=self.config)
+        self._inputs = [NodeArg(i) for i in self._native.inputs()]
+        self._outputs = [NodeArg(o) for o in self._native.outputs()]
+        if profiling:
+            self._native.set_profiling(True)
+
+    def get_inputs(self):
+        return list(self._inputs)
+
+    def get_outputs(self):
+        return list(self._outputs)
+
+    def get_providers(self):
+        return ["NvdlaExecutionProvider"]
+
+    def run(self, output_names, input_feed, run_options=None):
+        """Runs with `input_feed` ({name: array}); returns the outputs named in
+        `output_names` (all when None) as float32 arrays."""
+        del run_options
+        names = [i.name for i in self._inputs]
+        for name in input_feed:
+            if name not in names:
+                raise ValueError(f"unknown input {name!r}: the inputs are {names}")
+        for index, arg in enumerate(self._inputs):
+            if arg.name not in input_feed:
+                raise ValueError(f"missing input {arg.name!r}")
+            array = np.ascontiguousarray(input_feed[arg.name], dtype=np.float32)
+            self._native.set_input(index, array)
+        self._native.run()
+        outs = [o.name for o in self._outputs]
+        wanted = outs if output_names is None else list(output_names)
+        result = []
+        for name in wanted:
+            if name not in outs:
+                raise ValueError(f"unknown output {name!r}: the outputs are {outs}")
+            result.append(self._native.output(outs.index(name)))
+        return result
+
+    def run_image(self, path, normalize=1):
+        """Feeds an image file into input 0 as `nvdla-runtime --image` does, runs, and
+        returns every output."""
+        self._native.set_input_image(0, os.fspath(path), normalize)
+        self._native.run()
+        return [self._native.output(i) for i in range(len(self._outputs))]
+
+    @property
+    def last_run_seconds(self):
+        return self._native.last_run_seconds()
+
+    def profile(self):
+        """The last run's operations as dicts (engine, cycles, shape, MACs), when the
+        session was made with profiling=True."""
+        return self._native.profile()
+
+    def close(self):
+        self._native.close()
