@@ -54,10 +54,7 @@ pub fn images_in(dir: &Path) -> Result<Vec<PathBuf>> {
 /// The network input (NCHW f32) for `image`, as the runtime feeds an int8 input of
 /// `g`'s first input's shape, meaning `pixel / normalize`.
 pub fn input_for(g: &Graph, image: &Path, normalize: f32) -> Result<Vec<f32>> {
-    let input = *g
-        .inputs
-        .first()
-        .ok_or_else(|| CompileError::Network("the network has no input".into()))?;
+    let input = first_input(g)?;
     let s = g.shape(input);
     let img = nvdla_umd::image::load_image(image).map_err(|e| CompileError::Parse {
         file: image.display().to_string(),
@@ -97,10 +94,7 @@ pub fn is_tensor_file(path: &Path) -> bool {
 /// The network input (NCHW f32) a tensor file holds: `g`'s first input's elements, as
 /// `[1, C, H, W]`, `[C, H, W]` or any shape with that many elements.
 pub fn tensor_input_for(g: &Graph, path: &Path) -> Result<Vec<f32>> {
-    let input = *g
-        .inputs
-        .first()
-        .ok_or_else(|| CompileError::Network("the network has no input".into()))?;
+    let input = first_input(g)?;
     let s = g.shape(input);
     let t = nvdla_umd::tensor::read_tensor_file(path).map_err(|e| CompileError::Parse {
         file: path.display().to_string(),
@@ -128,6 +122,14 @@ pub fn tensor_input_for(g: &Graph, path: &Path) -> Result<Vec<f32>> {
     Ok(v)
 }
 
+/// The network's first input (the one samples feed).
+fn first_input(g: &Graph) -> Result<crate::ir::TensorId> {
+    g.inputs
+        .first()
+        .copied()
+        .ok_or_else(|| CompileError::Network("the network has no input".into()))
+}
+
 /// Runs the reference on every sample (images or tensor files, see [`images_in`]) and
 /// derives per-tensor scales with `method`.
 pub fn from_images(
@@ -137,10 +139,7 @@ pub fn from_images(
     method: RangeMethod,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Calibration> {
-    let input = *g
-        .inputs
-        .first()
-        .ok_or_else(|| CompileError::Network("the network has no input".into()))?;
+    let input = first_input(g)?;
     let tensors = images.iter().filter(|p| is_tensor_file(p)).count();
     if tensors != 0 && tensors != images.len() {
         return Err(CompileError::Option(
@@ -172,10 +171,7 @@ pub fn from_arrays(
     method: RangeMethod,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Calibration> {
-    let input = *g
-        .inputs
-        .first()
-        .ok_or_else(|| CompileError::Network("the network has no input".into()))?;
+    let input = first_input(g)?;
     let want = g.shape(input).elements();
     if samples.is_empty() {
         return Err(CompileError::Option("calibration: no samples".into()));
@@ -213,10 +209,7 @@ fn collect(
     method: RangeMethod,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Calibration> {
-    let input = *g
-        .inputs
-        .first()
-        .ok_or_else(|| CompileError::Network("the network has no input".into()))?;
+    let input = first_input(g)?;
     // Each sample's values go into per-tensor range collectors and are dropped: memory does
     // not grow with the number of samples. The ranges are those of all values at once. As
     // many samples run at once as there are cores (the collectors' result does not depend

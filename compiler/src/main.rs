@@ -174,23 +174,8 @@ fn model_files(a: &Args) -> Result<ModelFiles, CompileError> {
 
 fn run(a: &Args) -> Result<(), CompileError> {
     let files = model_files(a)?;
-    let hw = nvdla_hw::Config::by_name(&a.configtarget).ok_or_else(|| {
-        CompileError::Option(format!(
-            "unknown --configtarget `{}` (known: {})",
-            a.configtarget,
-            nvdla_hw::ALL
-                .iter()
-                .map(|c| c.name)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ))
-    })?;
-    let precision = Precision::parse(&a.cprecision).ok_or_else(|| {
-        CompileError::Option(format!(
-            "unknown --cprecision `{}` (fp16 or int8)",
-            a.cprecision
-        ))
-    })?;
+    let hw = nvdla_compiler::target::build_by_name(&a.configtarget, "--configtarget")?;
+    let precision = nvdla_compiler::target::precision_by_name(&a.cprecision, "--cprecision")?;
     let _ = &a.profilecfg;
     if precision == Precision::Int8 && a.calibtable.is_none() && a.calibrate.is_none() {
         return Err(CompileError::Option(

@@ -99,19 +99,8 @@ impl Options {
 
     /// Options for `config` (a build's name) and `precision` (`fp16`, `int8`).
     pub fn for_build(config: &str, precision: &str) -> Result<Self> {
-        let hw = nvdla_hw::Config::by_name(config).ok_or_else(|| {
-            CompileError::Option(format!(
-                "unknown configuration `{config}` (known: {})",
-                nvdla_hw::ALL
-                    .iter()
-                    .map(|c| c.name)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))
-        })?;
-        let precision = Precision::parse(precision).ok_or_else(|| {
-            CompileError::Option(format!("unknown precision `{precision}` (fp16 or int8)"))
-        })?;
+        let hw = crate::target::build_by_name(config, "configuration")?;
+        let precision = crate::target::precision_by_name(precision, "precision")?;
         Ok(Self::new(Target::new(hw, precision)?))
     }
 

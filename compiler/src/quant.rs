@@ -178,23 +178,17 @@ impl Calibration {
     /// Scales from sample activations: `values[t]` holds every value tensor `t` took over
     /// the samples (the reference's outputs, concatenated).
     pub fn from_activations(values: &[Vec<f32>], method: RangeMethod) -> Self {
-        let mut scales = HashMap::new();
-        for (i, v) in values.iter().enumerate() {
-            if v.is_empty() {
-                continue;
-            }
-            let amax = match method {
-                RangeMethod::MaxAbs => v.iter().fold(0.0f32, |m, x| m.max(x.abs())),
-                RangeMethod::Percentile(p) => percentile_abs(v, p),
-            };
-            let amax = if amax > 0.0 && amax.is_finite() {
-                amax
-            } else {
-                1.0
-            };
-            scales.insert(TensorId(i), amax / 127.0);
-        }
-        Self { scales }
+        let mut ranges: Vec<Option<RangeCollector>> = values
+            .iter()
+            .map(|v| {
+                (!v.is_empty()).then(|| {
+                    let mut c = RangeCollector::new(method, v.len());
+                    c.add(v);
+                    c
+                })
+            })
+            .collect();
+        Self::from_ranges(&mut ranges)
     }
 
     /// The table in NVIDIA's JSON format, keyed by tensor name (layer name for tensors our
@@ -320,6 +314,9 @@ impl RangeCollector {
     }
 }
 
+/// The percentile of magnitudes by sorting every value: the definition
+/// [`RangeCollector`] reproduces.
+#[cfg(test)]
 fn percentile_abs(v: &[f32], p: f32) -> f32 {
     let mut a: Vec<f32> = v
         .iter()

@@ -40,6 +40,27 @@ impl Precision {
     }
 }
 
+/// The published build called `name`; the error names `option` (the flag or argument
+/// that gave it) and the known builds.
+pub fn build_by_name(name: &str, option: &str) -> Result<&'static Config> {
+    Config::by_name(name).ok_or_else(|| {
+        CompileError::Option(format!(
+            "unknown {option} `{name}` (known: {})",
+            nvdla_hw::ALL
+                .iter()
+                .map(|c| c.name)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    })
+}
+
+/// The precision called `name` (`fp16`, `int8`); the error names `option`.
+pub fn precision_by_name(name: &str, option: &str) -> Result<Precision> {
+    Precision::parse(name)
+        .ok_or_else(|| CompileError::Option(format!("unknown {option} `{name}` (fp16 or int8)")))
+}
+
 /// A hardware configuration and the precision to compile for.
 #[derive(Debug, Clone, Copy)]
 pub struct Target {
