@@ -68,7 +68,7 @@ class Loadable:
 
 
 def compile(model, config="nv_full", precision="fp16", calibration=None, cpu_fallback=False,
-            per_filter=False):
+            per_filter=False, input_shapes=None):
     """Compiles `model` into a Loadable.
 
     model: a path to an .onnx file, ONNX bytes, or (prototxt_path, caffemodel_path).
@@ -76,6 +76,7 @@ def compile(model, config="nv_full", precision="fp16", calibration=None, cpu_fal
     which the compiler's fp32 reference runs to find each tensor's range; or a calibration
     table's text (NVIDIA's JSON or a TensorRT cache).
     cpu_fallback: operators no NVDLA engine runs go to the CPU (partitions).
+    input_shapes: {name: shape} fixing an ONNX model's symbolic input dimensions.
     """
     label = "model"
     if isinstance(model, (str, os.PathLike)):
@@ -91,8 +92,10 @@ def compile(model, config="nv_full", precision="fp16", calibration=None, cpu_fal
         model = (text, weights)
     if calibration is not None and not isinstance(calibration, str):
         calibration = [np.ascontiguousarray(a, dtype=np.float32) for a in calibration]
+    shapes = [(k, [int(d) for d in v]) for k, v in (input_shapes or {}).items()]
     data = _compile(model, config=config, precision=precision, calibration=calibration,
-                    cpu_fallback=cpu_fallback, per_filter=per_filter, label=label)
+                    cpu_fallback=cpu_fallback, per_filter=per_filter, label=label,
+                    input_shapes=shapes)
     return Loadable(data, config)
 
 
@@ -114,22 +117,23 @@ class NodeArg:
 class InferenceSession:
     """onnxruntime.InferenceSession's interface on an NVDLA device.
 
-    path_or_loadable: an .onnx file (compiled on the fly with `precision`, `calibration`
-    and `cpu_fallback`), an .nvdla file, a Loadable, or loadable bytes.
+    path_or_loadable: an .onnx file (compiled on the fly with `precision`, `calibration`,
+    `cpu_fallback` and `input_shapes`), an .nvdla file, a Loadable, or loadable bytes.
     config: the hardware build; device: "vp" (default), "linux", "socket:PATH", "rtl".
     providers and sess_options are accepted for compatibility and ignored.
     """
 
     def __init__(self, path_or_loadable, sess_options=None, providers=None, config=None,
                  device="vp", precision="fp16", calibration=None, cpu_fallback=False,
-                 profiling=False, **kwargs):
+                 profiling=False, input_shapes=None, **kwargs):
         del sess_options, providers, kwargs
         loadable = path_or_loadable
         if isinstance(loadable, (str, os.PathLike)):
             path = os.fspath(loadable)
             if path.endswith(".onnx"):
                 loadable = compile(path, config=config or "nv_full", precision=precision,
-                                   calibration=calibration, cpu_fallback=cpu_fallback)
+                                   calibration=calibration, cpu_fallback=cpu_fallback,
+                                   input_shapes=input_shapes)
             else:
                 loadable = Loadable.load(path, config or "nv_full")
         elif isinstance(loadable, (bytes, bytearray)):
