@@ -63,6 +63,10 @@ COPY kmd kmd
 COPY port port
 COPY umd umd
 COPY vp vp
+# Workspace members the image does not build (the C API and the Python package): cargo
+# reads their manifests.
+COPY capi capi
+COPY python python
 COPY scripts/build-kmod scripts/cross-aarch64 scripts/docker-guest scripts/
 # Host binaries.
 RUN cargo build --release --locked -p nvdla-umd --bin nvdla-runtime -p nvdla-compiler \
