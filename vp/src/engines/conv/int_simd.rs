@@ -123,6 +123,8 @@ struct Plan {
     /// Offset of each MAC step's operand (for position 0) in the planes, in the weights'
     /// step order: channel pair, then kernel row, then kernel column.
     steps: Vec<u32>,
+    /// The largest of `steps`.
+    max_step: usize,
     /// Words of the planes buffer: every step's load of every tile stays inside it.
     len: usize,
 }
@@ -147,7 +149,8 @@ impl Plan {
                 }
             }
         }
-        let reach = steps.iter().max().map_or(0, |&m| m as usize) + npos;
+        let max_step = steps.iter().max().map_or(0, |&m| m as usize);
+        let reach = max_step + npos;
         let len = reach.max(cp * phases * plane_len);
         // Positions and offsets are 32-bit in the kernels' index arithmetic.
         u32::try_from(len).ok()?;
@@ -158,6 +161,7 @@ impl Plan {
             phases,
             npos,
             steps,
+            max_step,
             len,
         })
     }
@@ -277,7 +281,7 @@ pub(super) fn conv(g: &Geom, input: &InputCube, w: &Weights) -> Option<Vec<i64>>
                 let wb = &wk[kb * nsteps * MR..][..nsteps * MR];
                 for t in range.clone() {
                     let i0 = t * TILE;
-                    run_tile(kernel, &planes, &p.steps, i0, wb, &mut tile);
+                    run_tile(kernel, &planes, &p.steps, p.max_step, i0, wb, &mut tile);
                     for (m, row) in tile.iter().enumerate() {
                         let o = (kb * MR + m) * n + (t - range.start) * TILE;
                         part[o..o + TILE].copy_from_slice(row);
@@ -313,17 +317,19 @@ pub(super) fn conv(g: &Geom, input: &InputCube, w: &Weights) -> Option<Vec<i64>>
     Some(out)
 }
 
-/// One tile: [`MR`] kernels by [`TILE`] positions from `i0`.
+/// One tile: [`MR`] kernels by [`TILE`] positions from `i0`; `max_step` is the largest of
+/// `steps`.
 fn run_tile(
     kernel: IntKernel,
     planes: &[i32],
     steps: &[u32],
+    max_step: usize,
     i0: usize,
     w: &[i32],
     out: &mut [[i32; TILE]; MR],
 ) {
     // Every load of the tile: words `i0 + step .. i0 + step + TILE` of the planes.
-    let last = steps.iter().max().map_or(0, |&m| m as usize) + i0 + TILE;
+    let last = max_step + i0 + TILE;
     assert!(last <= planes.len() && w.len() == steps.len() * MR);
     match kernel {
         #[cfg(target_arch = "x86_64")]
@@ -543,7 +549,7 @@ mod tests {
                     for kb in 0..g.k.div_ceil(MR) {
                         for t in 0..p.npos / TILE {
                             let wb = &wk[kb * nsteps * MR..][..nsteps * MR];
-                            run_tile(kernel, pl, &p.steps, t * TILE, wb, &mut tile);
+                            run_tile(kernel, pl, &p.steps, p.max_step, t * TILE, wb, &mut tile);
                             for (mi, row) in tile.iter().enumerate() {
                                 let kk = kb * MR + mi;
                                 for (j, &v) in row.iter().enumerate() {
