@@ -362,13 +362,8 @@ pub unsafe extern "C" fn nvdla_session_input_info(
     index: usize,
     out: *mut nvdla_tensor_info,
 ) -> nvdla_status {
-    guard(|| {
-        // SAFETY: the function's contract.
-        let s = unsafe { session(s)? };
-        let info = s.input(index).map_err(session_err)?;
-        // SAFETY: the function's contract.
-        unsafe { put(out, to_c_info(&info), "out") }
-    })
+    // SAFETY: the function's contract.
+    unsafe { tensor_info(s, out, |s| s.input(index)) }
 }
 
 /// Describes output `index` into `*out`.
@@ -381,11 +376,24 @@ pub unsafe extern "C" fn nvdla_session_output_info(
     index: usize,
     out: *mut nvdla_tensor_info,
 ) -> nvdla_status {
+    // SAFETY: the function's contract.
+    unsafe { tensor_info(s, out, |s| s.output(index)) }
+}
+
+/// Writes what `describe` says of the session into `*out`.
+///
+/// # Safety
+/// As [`nvdla_session_input_info`].
+unsafe fn tensor_info(
+    s: *mut nvdla_session,
+    out: *mut nvdla_tensor_info,
+    describe: impl FnOnce(&Session) -> Result<TensorInfo, SessionError>,
+) -> nvdla_status {
     guard(|| {
-        // SAFETY: the function's contract.
+        // SAFETY: the caller's contract.
         let s = unsafe { session(s)? };
-        let info = s.output(index).map_err(session_err)?;
-        // SAFETY: the function's contract.
+        let info = describe(s).map_err(session_err)?;
+        // SAFETY: the caller's contract.
         unsafe { put(out, to_c_info(&info), "out") }
     })
 }

@@ -504,6 +504,22 @@ fn weight_surface(l: &Layer, g: &WeightGeom, mem: &Memory) -> Result<Vec<u8>, En
     }
 }
 
+/// The weight element at byte `o` of a surface: int8, int16, or fp16 bits.
+#[inline]
+fn weight_element(prec: Precision, bpe: usize, raw: &[u8], o: usize) -> i32 {
+    match bpe {
+        1 => i32::from(raw[o] as i8),
+        _ => {
+            let v = u16::from_le_bytes([raw[o], raw[o + 1]]);
+            if prec == Precision::Fp16 {
+                i32::from(v)
+            } else {
+                i32::from(v as i16)
+            }
+        }
+    }
+}
+
 /// Decodes `[k][c][r][s]` weights from a weight surface, element offsets by `offset`.
 fn decode_weights(
     prec: Precision,
@@ -517,18 +533,7 @@ fn decode_weights(
         for c in 0..g.c {
             for r in 0..g.r {
                 for s in 0..g.s {
-                    let o = offset(k, c, r, s);
-                    data[i] = match g.bpe {
-                        1 => i32::from(raw[o] as i8),
-                        _ => {
-                            let v = u16::from_le_bytes([raw[o], raw[o + 1]]);
-                            if prec == Precision::Fp16 {
-                                i32::from(v)
-                            } else {
-                                i32::from(v as i16)
-                            }
-                        }
-                    };
+                    data[i] = weight_element(prec, g.bpe, raw, offset(k, c, r, s));
                     i += 1;
                 }
             }
@@ -560,20 +565,7 @@ pub fn fetch_weights(l: &Layer, g: &WeightGeom, mem: &Memory) -> Result<Weights,
 fn decode_weights_in_order(prec: Precision, g: &WeightGeom, raw: &[u8]) -> Weights {
     let taps = g.r * g.s;
     let mut data = vec![0i32; g.k * g.c * taps];
-    let fp = prec == Precision::Fp16;
-    let element = |o: usize| -> i32 {
-        match g.bpe {
-            1 => i32::from(raw[o] as i8),
-            _ => {
-                let v = u16::from_le_bytes([raw[o], raw[o + 1]]);
-                if fp {
-                    i32::from(v)
-                } else {
-                    i32::from(v as i16)
-                }
-            }
-        }
-    };
+    let element = |o: usize| weight_element(prec, g.bpe, raw, o);
     for g0 in (0..g.k).step_by(g.group.max(1)) {
         let kpg = g.group.min(g.k - g0);
         let base = g0 * g.bytes_per_kernel();
