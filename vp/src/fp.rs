@@ -128,6 +128,14 @@ impl Format {
             return sbit;
         }
         let min_normal = pow2(1 - self.bias());
+        if self == FP32 && a >= min_normal {
+            // A normal binary32 result: the conversion rounds to nearest-even the same
+            // way; an overflow to infinity takes the general path (saturation, keep_emax).
+            let f = v as f32;
+            if f.is_finite() {
+                return u64::from(f.to_bits());
+            }
+        }
         if a < min_normal && (denorm || flush_first) {
             if !denorm {
                 return sbit;
@@ -302,6 +310,39 @@ pub fn int_to_f16(v: i64) -> u16 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fp32_rounding_of_normal_values_is_nearest_even() {
+        // Against integer rounding of the f64's 52-bit fraction to 23 bits: ties (low 29
+        // bits exactly half) go to the even mantissa, carries move to the exponent, and
+        // overflow saturates to the largest finite value.
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for i in 0..200_000u32 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // Exponents around the binary32 range, low bits often exactly a tie.
+            let e = 1023 - 126 + (x >> 52) % 256;
+            let frac = if i % 3 == 0 { (x & !((1 << 29) - 1)) | (1 << 28) } else { x };
+            let bits = ((x >> 63) << 63) | (e << 52) | (frac & ((1 << 52) - 1));
+            let v = f64::from_bits(bits);
+            let (m, low) = ((bits & ((1 << 52) - 1)) >> 29, bits & ((1 << 29) - 1));
+            let up = low > 1 << 28 || (low == 1 << 28 && m & 1 == 1);
+            let mut r = (1 << 23 | m) + u64::from(up);
+            let mut ef = e as i64 - 1023 + 127;
+            if r == 1 << 24 {
+                r >>= 1;
+                ef += 1;
+            }
+            let sign = (bits >> 63) << 31;
+            let want = if ef >= 255 {
+                FP32.max_finite(bits >> 63)
+            } else {
+                sign | (ef as u64) << 23 | (r & ((1 << 23) - 1))
+            };
+            assert_eq!(FP32.round(v, false), want, "{v:e}");
+        }
+    }
 
     #[test]
     fn pow2_and_floor_log2_are_exact() {

@@ -1284,6 +1284,11 @@ mod tests {
                 *x = 0x6bff | sw;
             }
             check_fast(&d, &w2, &[]);
+            // All lanes but one two coarse steps lower (shift 8), largest mantissas: the
+            // bounds of the shift-8 sums.
+            let mut w3 = [0x5bffu16 | sw; 64];
+            w3[0] = w[0];
+            check_fast(&d, &w3, &[]);
         }
     }
 
