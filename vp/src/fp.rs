@@ -323,7 +323,11 @@ mod tests {
             x ^= x << 17;
             // Exponents around the binary32 range, low bits often exactly a tie.
             let e = 1023 - 126 + (x >> 52) % 256;
-            let frac = if i % 3 == 0 { (x & !((1 << 29) - 1)) | (1 << 28) } else { x };
+            let frac = if i % 3 == 0 {
+                (x & !((1 << 29) - 1)) | (1 << 28)
+            } else {
+                x
+            };
             let bits = ((x >> 63) << 63) | (e << 52) | (frac & ((1 << 52) - 1));
             let v = f64::from_bits(bits);
             let (m, low) = ((bits & ((1 << 52) - 1)) >> 29, bits & ((1 << 29) - 1));

@@ -98,6 +98,35 @@ pub struct MacF16 {
     pub mant: i64,
 }
 
+impl MacF16 {
+    /// The result of a block whose aligned products sum to `sum` (wrapped to the
+    /// mantissa's 38 bits as the MAC cell's adder does) at exponent `exp`.
+    pub fn from_sum(exp: u8, sum: i64) -> MacF16 {
+        MacF16 {
+            exp,
+            mant: sext(sum as u64, 38),
+        }
+    }
+}
+
+/// Lanes of [`Blocks::mac_deferred`] blocks left for the Booth multiplier, which
+/// [`Deferred::resolve`] runs on many lanes at once (eight to an AVX2 register): the
+/// lanes shifted by 12 or more are rare in a block but many over a layer's kernels.
+#[derive(Debug, Default, Clone)]
+pub struct Deferred {
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    lanes: arith_avx2::Deferred,
+}
+
+impl Deferred {
+    /// Adds each deferred lane's aligned product to `sums[owner]` and forgets the lanes.
+    pub fn resolve(&mut self, sums: &mut [i64]) {
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        self.lanes.resolve(sums);
+        let _ = sums;
+    }
+}
+
 /// The NaN marker a MAC cell emits for a NaN operand `h`.
 pub fn mac_nan(h: u16) -> MacF16 {
     let sign = i64::from(h >> 15);
@@ -438,6 +467,49 @@ impl Blocks {
         }
         #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
         mac_f16_portable(self.block(di), w.block(wi))
+    }
+
+    /// [`Blocks::mac`] in two steps, for blocks without NaN operands: returns the block
+    /// exponent and the sum of the aligned products except those of the lanes left in
+    /// `deferred` for block `owner`; once [`Deferred::resolve`] has added them to the
+    /// sums, [`MacF16::from_sum`] gives what [`Blocks::mac`] gives. (Lanes are deferred
+    /// on CPUs with AVX2; elsewhere the sum is complete.)
+    #[inline]
+    pub fn mac_deferred(
+        &self,
+        di: usize,
+        w: &Blocks,
+        wi: usize,
+        owner: u32,
+        deferred: &mut Deferred,
+    ) -> (u8, i64) {
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        if self.wide && w.wide {
+            let (dn, wn) = (self.lanes / 16, w.lanes / 16);
+            let (dr, wr) = (
+                di * self.lanes..(di + 1) * self.lanes,
+                wi * w.lanes..(wi + 1) * w.lanes,
+            );
+            let lanes = [
+                &self.coarse[dr.clone()],
+                &self.val[dr],
+                &w.coarse[wr.clone()],
+                &w.val[wr],
+            ];
+            let (d, wt) = (
+                &self.regs256.data[di * dn..(di + 1) * dn],
+                &w.regs256.weight[wi * wn..(wi + 1) * wn],
+            );
+            // SAFETY: `wide` is set only when `arith_avx2::available()` found AVX2 on
+            // this CPU (`Blocks::new`), checked above for both block sets.
+            #[allow(unsafe_code)]
+            return unsafe {
+                arith_avx2::mac_block_deferred(d, wt, lanes, owner, &mut deferred.lanes)
+            };
+        }
+        let _ = (owner, &deferred);
+        let m = self.mac(di, w, wi);
+        (m.exp, m.mant)
     }
 
     /// [`Blocks::mac`] on the AVX2 registers (both block sets must be `wide`).
@@ -1232,6 +1304,20 @@ mod tests {
         assert_eq!(mac_f16_portable(d, w), want, "{dh:04x?} {wh:04x?}");
         // The kernel the convolution calls: AVX2 where the CPU has it.
         assert_eq!(db.mac(1, &wb, 1), want, "{dh:04x?} {wh:04x?}");
+        // The same in two steps, among other blocks' deferred lanes.
+        let mut deferred = Deferred::default();
+        let mut sums = Vec::new();
+        let mut exps = Vec::new();
+        for (i, j) in [(0, 2), (1, 1), (2, 0)] {
+            let (e, s) = db.mac_deferred(i, &wb, j, sums.len() as u32, &mut deferred);
+            exps.push(e);
+            sums.push(s);
+        }
+        deferred.resolve(&mut sums);
+        for (k, (i, j)) in [(0, 2), (1, 1), (2, 0)].into_iter().enumerate() {
+            let m = MacF16::from_sum(exps[k], sums[k]);
+            assert_eq!(m, db.mac(i, &wb, j), "{dh:04x?} {wh:04x?} block {i} x {j}");
+        }
         want
     }
 

@@ -11,13 +11,16 @@
 //! builds these registers only when [`available`] says the CPU runs them, and calls the
 //! kernel only on such blocks.
 
-use super::{sext, MacF16};
+use super::{sext, sign_comp, MacF16};
 use core::arch::x86_64::{
-    __m128i, __m256i, _mm256_add_epi16, _mm256_add_epi32, _mm256_and_si256, _mm256_castsi256_si128,
-    _mm256_cmpeq_epi16, _mm256_cmpgt_epi16, _mm256_extracti128_si256, _mm256_madd_epi16,
-    _mm256_max_epi16, _mm256_movemask_epi8, _mm256_mullo_epi16, _mm256_or_si256, _mm256_set1_epi16,
-    _mm256_setzero_si256, _mm256_slli_epi16, _mm256_sub_epi32, _mm_add_epi32, _mm_cvtsi128_si32,
-    _mm_extract_epi16, _mm_max_epi16, _mm_shuffle_epi32, _mm_shufflelo_epi16,
+    __m128i, __m256i, _mm256_abs_epi32, _mm256_add_epi16, _mm256_add_epi32, _mm256_and_si256,
+    _mm256_andnot_si256, _mm256_castsi256_si128, _mm256_cmpeq_epi16, _mm256_cmpeq_epi32,
+    _mm256_cmpgt_epi16, _mm256_cmpgt_epi32, _mm256_extracti128_si256, _mm256_madd_epi16,
+    _mm256_max_epi16, _mm256_movemask_epi8, _mm256_mullo_epi16, _mm256_or_si256,
+    _mm256_permutevar8x32_epi32, _mm256_set1_epi16, _mm256_set1_epi32, _mm256_setzero_si256,
+    _mm256_slli_epi16, _mm256_slli_epi32, _mm256_srai_epi32, _mm256_srli_epi32, _mm256_srlv_epi32,
+    _mm256_sub_epi32, _mm256_xor_si256, _mm_add_epi32, _mm_cvtsi128_si32, _mm_extract_epi16,
+    _mm_max_epi16, _mm_shuffle_epi32, _mm_shufflelo_epi16,
 };
 use safe_arch::m256i;
 
@@ -99,37 +102,74 @@ fn max_i16(v: __m256i) -> i16 {
 /// shifted by 8 or more.
 #[target_feature(enable = "avx2")]
 pub(super) fn mac_block(d: &[[__m256i; 5]], w: &[[__m256i; 2]], lanes: [&[i16]; 4]) -> MacF16 {
-    let n = d.len().min(w.len());
-    let (d, w) = (&d[..n], &w[..n]);
+    let Some(max) = block_max(d, w) else {
+        return MacF16 { exp: 0, mant: 0 };
+    };
+    let t8 = super::booth8_errors();
+    let sum = mac(d, w, max, |base, slow| {
+        slow_lanes(lanes, base, max, slow, t8)
+    });
+    MacF16 {
+        exp: (max * 4) as u8,
+        mant: sext(sum as u64, 38),
+    }
+}
+
+/// [`mac_block`], leaving the lanes that need the Booth multiplier in `deferred` with
+/// `owner`: returns the block exponent and the sum without them ([`Deferred::resolve`]
+/// adds them).
+#[target_feature(enable = "avx2")]
+pub(super) fn mac_block_deferred(
+    d: &[[__m256i; 5]],
+    w: &[[__m256i; 2]],
+    lanes: [&[i16]; 4],
+    owner: u32,
+    deferred: &mut Deferred,
+) -> (u8, i64) {
+    let Some(max) = block_max(d, w) else {
+        return (0, 0);
+    };
+    let sum = mac(d, w, max, |base, slow| {
+        deferred.push_lanes(lanes, base, max, slow, owner);
+        0
+    });
+    ((max * 4) as u8, sum)
+}
+
+/// The block exponent (the largest coarse sum), or `None` when no lane is active.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn block_max(d: &[[__m256i; 5]], w: &[[__m256i; 2]]) -> Option<i16> {
     let mut m = _mm256_set1_epi16(i16::MIN);
     for (a, b) in d.iter().zip(w) {
         m = _mm256_max_epi16(m, _mm256_add_epi16(a[0], b[0]));
     }
     let max = max_i16(m);
-    if max < 0 {
-        return MacF16 { exp: 0, mant: 0 };
-    }
-    MacF16 {
-        exp: (max * 4) as u8,
-        mant: sext(mac(d, w, max, lanes) as u64, 38),
-    }
+    (max >= 0).then_some(max)
 }
 
 /// The sum of the aligned products of all lanes, for block exponent `max`: the SSE2
 /// kernel's `mac`, sixteen lanes per register, and the lanes shifted by 8 in the vector
-/// too.
+/// too. `flagged(base, slow)` gives the sum of the lanes flagged in `slow` (two bits per
+/// lane, lane `base` first): those that need the Booth multiplier itself.
 ///
 /// Shift 8: the Booth multiplier gives the floor `(d·w) >> 8`, or one less, and only
-/// when the low byte of `d·w` is at most 8 ([`super::booth8_errors`]). The floors of a
-/// group sum as `(Σ d·w − Σ (d·w mod 256)) / 256`, with `d = 128·hi + lo` as for shift 0:
-/// two multiply-adds of the weights with the masked `hi` and `lo` (pair sums below
-/// 2^22, four registers to a group: below 2^24 per 32-bit lane) and the low bytes from
-/// `pmullw` (at most 4·255 per 16-bit lane). The lanes whose low byte is at most 8 are
-/// flagged, and their truncation errors taken from the table one at a time; so are the
-/// lanes shifted by 12 or more (the Booth multiplier itself).
+/// when the low byte of `d·w` is at most 8 ([`super::booth8_errors`]). The floors of the
+/// other lanes of a group sum as `(Σ d·w − Σ (d·w mod 256)) / 256`, with
+/// `d = 128·hi + lo` as for shift 0: two multiply-adds of the weights with the masked
+/// `hi` and `lo` (pair sums below 2^22, four registers to a group: below 2^24 per 32-bit
+/// lane) and the low bytes from `pmullw` (at most 4·255 per 16-bit lane). The lanes whose
+/// low byte is at most 8 are flagged, and so are the lanes shifted by 12 or more.
 #[inline]
 #[target_feature(enable = "avx2")]
-fn mac(dv: &[[__m256i; 5]], wv: &[[__m256i; 2]], max: i16, lanes: [&[i16]; 4]) -> i64 {
+fn mac(
+    dv: &[[__m256i; 5]],
+    wv: &[[__m256i; 2]],
+    max: i16,
+    mut flagged: impl FnMut(usize, [u64; 2]) -> i64,
+) -> i64 {
+    let n = dv.len().min(wv.len());
+    let (dv, wv) = (&dv[..n], &wv[..n]);
     let max0 = _mm256_set1_epi16(max);
     let max1 = _mm256_set1_epi16(max - 1);
     let max2 = _mm256_set1_epi16(max - 2);
@@ -158,15 +198,16 @@ fn mac(dv: &[[__m256i; 5]], wv: &[[__m256i; 2]], max: i16, lanes: [&[i16]; 4]) -
             al = _mm256_add_epi32(al, _mm256_madd_epi16(a_l, w));
             let r = _mm256_and_si256(_mm256_mullo_epi16(w, lo1), fifteen);
             rem = _mm256_add_epi16(rem, r);
-            // Shift 8 (an inactive lane's coarse sum is below -56, never max - 2).
+            // Shift 8 (an inactive lane's coarse sum is below -56, never max - 2), less
+            // the lanes whose low product byte is at most 8.
             let k2 = _mm256_cmpeq_epi16(c, max2);
-            let (h2, l2) = (_mm256_and_si256(h, k2), _mm256_and_si256(l, k2));
-            ah8 = _mm256_add_epi32(ah8, _mm256_madd_epi16(h2, w));
-            al8 = _mm256_add_epi32(al8, _mm256_madd_epi16(l2, w));
-            let d2 = _mm256_add_epi16(_mm256_slli_epi16::<7>(h2), l2);
+            let d2 = _mm256_and_si256(_mm256_add_epi16(_mm256_slli_epi16::<7>(h), l), k2);
             let low = _mm256_and_si256(_mm256_mullo_epi16(w, d2), byte);
-            rem8 = _mm256_add_epi16(rem8, low);
             let fix = _mm256_and_si256(_mm256_cmpgt_epi16(nine, low), k2);
+            let k2 = _mm256_andnot_si256(fix, k2);
+            ah8 = _mm256_add_epi32(ah8, _mm256_madd_epi16(_mm256_and_si256(h, k2), w));
+            al8 = _mm256_add_epi32(al8, _mm256_madd_epi16(_mm256_and_si256(l, k2), w));
+            rem8 = _mm256_add_epi16(rem8, _mm256_and_si256(low, k2));
             // Active (c >= 0) and shifted by 12 or more (c < max - 2).
             let s = _mm256_and_si256(_mm256_cmpgt_epi16(c, minus1), _mm256_cmpgt_epi16(max2, c));
             let s = _mm256_or_si256(s, fix);
@@ -180,33 +221,203 @@ fn mac(dv: &[[__m256i; 5]], wv: &[[__m256i; 2]], max: i16, lanes: [&[i16]; 4]) -
         debug_assert_eq!(exact8 % 256, 0);
         total += (sixteen >> 4) + (exact8 >> 8);
         if slow != [0; 2] {
-            total += slow_lanes(lanes, g * GROUP * 16, max, slow);
+            total += flagged(g * GROUP * 16, slow);
         }
     }
     total
 }
 
-/// The lanes flagged in `slow` (two bits per lane; lane `base` first), one at a time:
-/// the Booth product of a lane shifted by 12 or more, minus the truncation error of a
-/// lane shifted by 8 (whose floor the vector summed).
-#[inline(never)]
-fn slow_lanes(lanes: [&[i16]; 4], base: usize, max: i16, slow: [u64; 2]) -> i64 {
-    let [dc, dv, wc, wv] = lanes;
-    let t8 = super::booth8_errors();
-    let mut total = 0;
+/// Calls `f(i)` for the lane index of every lane flagged in `slow` (two bits per lane,
+/// lane `base` first).
+#[inline]
+fn each_flagged(base: usize, slow: [u64; 2], mut f: impl FnMut(usize)) {
     for (word, mut bits) in slow.into_iter().enumerate() {
         while bits != 0 {
             let b = bits.trailing_zeros() as usize;
             bits &= !(3u64 << b);
-            let i = base + word * 32 + b / 2;
-            let (c, d, w) = (dc[i] + wc[i], i32::from(dv[i]), i32::from(wv[i]));
-            if c == max - 2 {
-                let k = super::booth8_index((d ^ w) < 0, d * w, w.unsigned_abs(), d.unsigned_abs());
-                total -= ((t8[k / 64] >> (k % 64)) & 1) as i64;
-            } else {
-                total += i64::from(super::lane_product(max.into(), c.into(), d, w, t8));
-            }
+            f(base + word * 32 + b / 2);
         }
     }
+}
+
+/// The Booth products of the lanes flagged in `slow`, one at a time.
+#[inline(never)]
+fn slow_lanes(lanes: [&[i16]; 4], base: usize, max: i16, slow: [u64; 2], t8: &[u64; 40]) -> i64 {
+    let [dc, dv, wc, wv] = lanes;
+    let mut total = 0;
+    each_flagged(base, slow, |i| {
+        let c = i32::from(dc[i] + wc[i]);
+        let p = super::lane_product(max.into(), c, dv[i].into(), wv[i].into(), t8);
+        total += i64::from(p);
+    });
     total
+}
+
+/// Lanes whose aligned products are left for the Booth multiplier, eight at a time
+/// ([`booth8`]): each with its signed mantissas, its shift and the block it belongs to.
+#[derive(Debug, Default, Clone)]
+pub struct Deferred {
+    owner: Vec<u32>,
+    d: Vec<i32>,
+    w: Vec<i32>,
+    shift: Vec<i32>,
+}
+
+impl Deferred {
+    /// Forgets every lane.
+    pub fn clear(&mut self) {
+        self.owner.clear();
+        self.d.clear();
+        self.w.clear();
+        self.shift.clear();
+    }
+
+    fn push_lanes(
+        &mut self,
+        lanes: [&[i16]; 4],
+        base: usize,
+        max: i16,
+        slow: [u64; 2],
+        owner: u32,
+    ) {
+        let [dc, dv, wc, wv] = lanes;
+        each_flagged(base, slow, |i| {
+            self.owner.push(owner);
+            self.d.push(dv[i].into());
+            self.w.push(wv[i].into());
+            self.shift.push(4 * i32::from(max - dc[i] - wc[i]));
+        });
+    }
+
+    /// Adds each lane's aligned product to `sums[owner]`, then forgets the lanes.
+    pub fn resolve(&mut self, sums: &mut [i64]) {
+        let n = self.owner.len();
+        // Padding lanes: shifted out entirely (product 0), owned by the first block.
+        for _ in n..n.next_multiple_of(8) {
+            self.owner.push(0);
+            self.d.push(0);
+            self.w.push(0);
+            self.shift.push(32);
+        }
+        for (((o, d), w), s) in self
+            .owner
+            .chunks_exact(8)
+            .zip(self.d.chunks_exact(8))
+            .zip(self.w.chunks_exact(8))
+            .zip(self.shift.chunks_exact(8))
+        {
+            // SAFETY: lanes are deferred only by `mac_block_deferred`, an AVX2 function,
+            // so this CPU has AVX2.
+            #[allow(unsafe_code)]
+            let p = unsafe { booth8(d, w, s) };
+            for (&o, p) in o.iter().zip(p) {
+                sums[o as usize] += i64::from(p);
+            }
+        }
+        self.clear();
+    }
+}
+
+/// Eight 32-bit lanes from a slice of eight.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn load8(x: &[i32]) -> __m256i {
+    let a: [i32; 8] = x.try_into().expect("eight lanes");
+    m256i::from(a).0
+}
+
+/// [`super::booth_product`] on eight lanes: signed data and weight mantissas `d`, `w`
+/// (|v| < 2^14) and shifts `shift` (multiples of 4 from 8 to 28; 32 or more gives 0).
+#[target_feature(enable = "avx2")]
+fn booth8(d: &[i32], w: &[i32], shift: &[i32]) -> [i32; 8] {
+    let (d, w, shift) = (load8(d), load8(w), load8(shift));
+    // sign_comp by shift / 4 (shifts 8 to 28; the lanes beyond are masked out).
+    let comp = m256i::from([0u32, 0, 8, 12, 16, 20, 24, 28].map(|s| sign_comp(s) as i32)).0;
+    let keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(32), shift);
+    let negative = _mm256_srai_epi32::<31>(_mm256_xor_si256(d, w));
+    let (da, wa) = (_mm256_abs_epi32(d), _mm256_abs_epi32(w));
+    // The multiplier's bits, shifted left once, complemented for a negative product: each
+    // row's Booth code is three of them (`code ^ 7` when negative).
+    let wm = _mm256_xor_si256(_mm256_slli_epi32::<1>(wa), negative);
+    let da2 = _mm256_slli_epi32::<1>(da);
+    let one = _mm256_set1_epi32(1);
+    let low16 = _mm256_set1_epi32(0xffff);
+    let bit16 = _mm256_set1_epi32(0x1_0000);
+    let mut pp = [_mm256_setzero_si256(); 8];
+    let mut inv = [_mm256_setzero_si256(); 8];
+    let mut t = wm;
+    for i in 0..8 {
+        let m0 = _mm256_cmpeq_epi32(_mm256_and_si256(t, one), one);
+        let m1 = _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_srli_epi32::<1>(t), one), one);
+        let m2 = _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_srli_epi32::<2>(t), one), one);
+        // Magnitude 1: b1 != b0; magnitude 2 (codes 3 and 4): b1 == b0 and b2 != b1;
+        // negated (codes 4, 5 and 6): b2 and not both of b1 and b0.
+        let mag1 = _mm256_xor_si256(m1, m0);
+        let mag2 = _mm256_andnot_si256(mag1, _mm256_xor_si256(m2, m1));
+        let neg = _mm256_andnot_si256(_mm256_and_si256(m1, m0), m2);
+        let v = _mm256_or_si256(_mm256_and_si256(da, mag1), _mm256_and_si256(da2, mag2));
+        pp[i] = _mm256_or_si256(
+            _mm256_xor_si256(v, _mm256_and_si256(neg, low16)),
+            _mm256_andnot_si256(neg, bit16),
+        );
+        inv[i] = _mm256_and_si256(neg, one);
+        t = _mm256_srli_epi32::<2>(t);
+    }
+    let (a0, a1) = csa5([
+        pp[0],
+        _mm256_or_si256(_mm256_slli_epi32::<2>(pp[1]), inv[0]),
+        _mm256_or_si256(
+            _mm256_slli_epi32::<4>(pp[2]),
+            _mm256_slli_epi32::<2>(inv[1]),
+        ),
+        _mm256_or_si256(
+            _mm256_slli_epi32::<6>(pp[3]),
+            _mm256_slli_epi32::<4>(inv[2]),
+        ),
+        _mm256_slli_epi32::<6>(inv[3]),
+    ]);
+    let (b0, b1) = csa5([
+        _mm256_slli_epi32::<8>(pp[4]),
+        _mm256_or_si256(
+            _mm256_slli_epi32::<10>(pp[5]),
+            _mm256_slli_epi32::<8>(inv[4]),
+        ),
+        _mm256_or_si256(
+            _mm256_slli_epi32::<12>(pp[6]),
+            _mm256_slli_epi32::<10>(inv[5]),
+        ),
+        _mm256_or_si256(
+            _mm256_slli_epi32::<14>(pp[7]),
+            _mm256_slli_epi32::<12>(inv[6]),
+        ),
+        _mm256_slli_epi32::<14>(inv[7]),
+    ]);
+    let (s, cy) = csa(a0, a1, b0);
+    let (p0, p1) = csa(s, cy, b1);
+    let r = _mm256_add_epi32(
+        _mm256_add_epi32(_mm256_srlv_epi32(p0, shift), _mm256_srlv_epi32(p1, shift)),
+        _mm256_permutevar8x32_epi32(comp, _mm256_srli_epi32::<2>(shift)),
+    );
+    m256i(_mm256_and_si256(r, keep)).into()
+}
+
+/// One carry-save adder on eight lanes: (sum, carry << 1).
+#[inline]
+#[target_feature(enable = "avx2")]
+fn csa(a: __m256i, b: __m256i, c: __m256i) -> (__m256i, __m256i) {
+    let sum = _mm256_xor_si256(_mm256_xor_si256(a, b), c);
+    let maj = _mm256_or_si256(
+        _mm256_and_si256(a, b),
+        _mm256_and_si256(c, _mm256_or_si256(a, b)),
+    );
+    (sum, _mm256_slli_epi32::<1>(maj))
+}
+
+/// [`super::csa5`] on eight lanes.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn csa5(v: [__m256i; 5]) -> (__m256i, __m256i) {
+    let (s, c) = csa(v[0], v[1], v[2]);
+    let (s, c) = csa(s, c, v[3]);
+    csa(s, c, v[4])
 }

@@ -12,7 +12,7 @@
 //! the inner loop is a contiguous multiply-add that LLVM vectorises. fp16 follows the
 //! operation order exactly through [`super::arith`].
 
-use super::arith::{acc48_add, block_nan, cacc_int_out, Blocks, Fp48, MacF16};
+use super::arith::{acc48_add, block_nan, cacc_int_out, Blocks, Deferred, Fp48, MacF16};
 use super::cdma::{InputCube, Weights};
 use crate::engines::{check_cube, par_ranges, EngineError, Precision};
 
@@ -392,6 +392,10 @@ fn conv_fp16(
             let mut dblocks = Blocks::new(g.lanes);
             let mut dnans: Vec<Option<MacF16>> = vec![None; nops];
             let mut idx: Vec<usize> = (0..nops).collect();
+            // Kernels per chunk of deferred blocks: about 4096 blocks.
+            let kchunk = (4096 / nops.max(1)).max(1);
+            let mut deferred = Deferred::default();
+            let (mut exps, mut sums) = (Vec::new(), Vec::new());
             for (ri, oy) in rows.clone().enumerate() {
                 for ox in 0..ow {
                     let (src, nans) = if planes {
@@ -417,10 +421,10 @@ fn conv_fp16(
                         (&dblocks, &dnans)
                     };
                     let nan = any_wnan || nans.iter().any(Option::is_some);
-                    for k in 0..g.k {
-                        let mut acc = Fp48::default();
-                        let wk = k * nops;
-                        if nan {
+                    if nan {
+                        for k in 0..g.k {
+                            let mut acc = Fp48::default();
+                            let wk = k * nops;
                             for (oi, (&i, dnan)) in idx.iter().zip(nans).enumerate() {
                                 let r = match (wnan[wk + oi], *dnan) {
                                     (Some(n), _) | (None, Some(n)) => n,
@@ -428,12 +432,41 @@ fn conv_fp16(
                                 };
                                 acc = acc.accumulate(r);
                             }
-                        } else {
+                            part[(k * rows.len() + ri) * ow + ox] = acc.to_f32_bits();
+                        }
+                        continue;
+                    }
+                    // The blocks of a chunk of kernels first, with the lanes that need the
+                    // Booth multiplier deferred and resolved together; then each kernel's
+                    // accumulation in CACC order.
+                    for ks in (0..g.k).step_by(kchunk) {
+                        let ks = ks..(ks + kchunk).min(g.k);
+                        exps.clear();
+                        sums.clear();
+                        for k in ks.clone() {
                             for (oi, &i) in idx.iter().enumerate() {
-                                acc = acc.accumulate(src.mac(i, &wblocks, wk + oi));
+                                let owner = sums.len() as u32;
+                                let (e, s) = src.mac_deferred(
+                                    i,
+                                    &wblocks,
+                                    k * nops + oi,
+                                    owner,
+                                    &mut deferred,
+                                );
+                                exps.push(e);
+                                sums.push(s);
                             }
                         }
-                        part[(k * rows.len() + ri) * ow + ox] = acc.to_f32_bits();
+                        deferred.resolve(&mut sums);
+                        for (k, (ke, ksum)) in
+                            ks.zip(exps.chunks_exact(nops).zip(sums.chunks_exact(nops)))
+                        {
+                            let mut acc = Fp48::default();
+                            for (&e, &s) in ke.iter().zip(ksum) {
+                                acc = acc.accumulate(MacF16::from_sum(e, s));
+                            }
+                            part[(k * rows.len() + ri) * ow + ox] = acc.to_f32_bits();
+                        }
                     }
                 }
             }
