@@ -343,6 +343,12 @@ pub struct Blocks {
     regs256: arith_avx2::Regs,
     #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
     wide: bool,
+    /// The same lanes thirty-two to an AVX-512 register, when the CPU has AVX-512 and
+    /// the blocks are a multiple of 32 lanes (then `wide512`, and not `wide`).
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    regs512: arith_avx512::Regs,
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    wide512: bool,
 }
 
 /// One block of [`Blocks`].
@@ -361,8 +367,11 @@ pub struct BlockRef<'a> {
 impl Blocks {
     /// Empty, for blocks of up to `lanes` lanes.
     pub fn new(lanes: usize) -> Self {
+        let lanes = lanes.max(1).div_ceil(LANE_CHUNK) * LANE_CHUNK;
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        let wide512 = lanes.is_multiple_of(32) && arith_avx512::available();
         Blocks {
-            lanes: lanes.max(1).div_ceil(LANE_CHUNK) * LANE_CHUNK,
+            lanes,
             coarse: Vec::new(),
             val: Vec::new(),
             hi: Vec::new(),
@@ -372,7 +381,11 @@ impl Blocks {
             #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
             regs256: arith_avx2::Regs::default(),
             #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-            wide: arith_avx2::available(),
+            wide: !wide512 && arith_avx2::available(),
+            #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+            regs512: arith_avx512::Regs::default(),
+            #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+            wide512,
         }
     }
 
@@ -386,6 +399,7 @@ impl Blocks {
         {
             self.regs.clear();
             self.regs256.clear();
+            self.regs512.clear();
         }
     }
 
@@ -428,6 +442,18 @@ impl Blocks {
                 );
             }
         }
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        if self.wide512 {
+            for i in (start..self.val.len()).step_by(32) {
+                let r = i..i + 32;
+                self.regs512.push(
+                    &self.coarse[r.clone()],
+                    &self.hi[r.clone()],
+                    &self.lo[r.clone()],
+                    &self.val[r],
+                );
+            }
+        }
         let _ = start;
     }
 
@@ -450,6 +476,9 @@ impl Blocks {
                 di * self.lanes..(di + 1) * self.lanes,
                 wi * w.lanes..(wi + 1) * w.lanes,
             );
+            if self.wide512 && w.wide512 {
+                return self.mac_avx512(di, w, wi);
+            }
             if self.wide && w.wide {
                 return self.mac_avx2(di, w, wi);
             }
@@ -484,6 +513,26 @@ impl Blocks {
         deferred: &mut Deferred,
     ) -> (u8, i64) {
         #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        if self.wide512 && w.wide512 {
+            let (dn, wn) = (self.lanes / 32, w.lanes / 32);
+            let (d, wt) = (
+                &self.regs512.data[di * dn..(di + 1) * dn],
+                &w.regs512.weight[wi * wn..(wi + 1) * wn],
+            );
+            // SAFETY: `wide512` is set only when `arith_avx512::available()` found AVX-512
+            // F and BW (and AVX2) on this CPU (`Blocks::new`), checked above for both.
+            #[allow(unsafe_code)]
+            return unsafe {
+                arith_avx512::mac_block_deferred(
+                    d,
+                    wt,
+                    self.lanes_of(di, w, wi),
+                    owner,
+                    &mut deferred.lanes,
+                )
+            };
+        }
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
         if self.wide && w.wide {
             let (dn, wn) = (self.lanes / 16, w.lanes / 16);
             let (dr, wr) = (
@@ -510,6 +559,38 @@ impl Blocks {
         let _ = (owner, &deferred);
         let m = self.mac(di, w, wi);
         (m.exp, m.mant)
+    }
+
+    /// The lane arrays of data block `di` and weight block `wi` of `w`: data coarse and
+    /// value, weight coarse and value.
+    fn lanes_of<'a>(&'a self, di: usize, w: &'a Blocks, wi: usize) -> [&'a [i16]; 4] {
+        let (dr, wr) = (
+            di * self.lanes..(di + 1) * self.lanes,
+            wi * w.lanes..(wi + 1) * w.lanes,
+        );
+        [
+            &self.coarse[dr.clone()],
+            &self.val[dr],
+            &w.coarse[wr.clone()],
+            &w.val[wr],
+        ]
+    }
+
+    /// [`Blocks::mac`] on the AVX-512 registers (both block sets must be `wide512`).
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    #[allow(unsafe_code)]
+    #[inline]
+    fn mac_avx512(&self, di: usize, w: &Blocks, wi: usize) -> MacF16 {
+        let (dn, wn) = (self.lanes / 32, w.lanes / 32);
+        let (d, wt) = (
+            &self.regs512.data[di * dn..(di + 1) * dn],
+            &w.regs512.weight[wi * wn..(wi + 1) * wn],
+        );
+        assert!(self.wide512 && w.wide512);
+        // SAFETY: `wide512` is set only when `arith_avx512::available()` found AVX-512 F
+        // and BW (and AVX2) on this CPU (`Blocks::new`), and the assertion above checks
+        // it for both block sets.
+        unsafe { arith_avx512::mac_block(d, wt, self.lanes_of(di, w, wi)) }
     }
 
     /// [`Blocks::mac`] on the AVX2 registers (both block sets must be `wide`).
@@ -717,6 +798,10 @@ fn mac_group(
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 #[path = "arith_avx2.rs"]
 mod arith_avx2;
+
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+#[path = "arith_avx512.rs"]
+mod arith_avx512;
 
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 mod sse2 {

@@ -272,6 +272,16 @@ impl Deferred {
         self.shift.clear();
     }
 
+    /// Defers one lane: signed mantissas `d`, `w`, shifted by `shift` bits, of block
+    /// `owner`.
+    #[inline]
+    pub(super) fn push_lane(&mut self, owner: u32, d: i16, w: i16, shift: i16) {
+        self.owner.push(owner);
+        self.d.push(d.into());
+        self.w.push(w.into());
+        self.shift.push(shift.into());
+    }
+
     fn push_lanes(
         &mut self,
         lanes: [&[i16]; 4],
@@ -306,8 +316,8 @@ impl Deferred {
             .zip(self.w.chunks_exact(8))
             .zip(self.shift.chunks_exact(8))
         {
-            // SAFETY: lanes are deferred only by `mac_block_deferred`, an AVX2 function,
-            // so this CPU has AVX2.
+            // SAFETY: lanes are deferred only by the AVX2 and AVX-512 kernels'
+            // `mac_block_deferred`, which run only on CPUs with AVX2 (`Blocks::new`).
             #[allow(unsafe_code)]
             let p = unsafe { booth8(d, w, s) };
             for (&o, p) in o.iter().zip(p) {

@@ -71,6 +71,11 @@ pub const MAX_MACS: u64 = 1 << 38;
 /// Largest decoded fp16 input (in lanes) the convolution keeps for a layer.
 const MAX_PLANE_LANES: usize = 1 << 24;
 
+/// fp16 blocks computed before their deferred Booth lanes are resolved: a chunk of
+/// kernels whose weights (under 0.5 MB on the AVX-512 layout) stay in the L2 cache while
+/// a row of outputs uses them.
+const CHUNK_BLOCKS: usize = 2048;
+
 /// One channel run of a MAC operation: kernel position and channels `c0..c0 + n`.
 #[derive(Debug, Clone, Copy)]
 struct Seg {
@@ -131,7 +136,7 @@ pub fn conv(
         });
     }
     if prec == Precision::Fp16 {
-        return conv_fp16(g, input, w, MAX_PLANE_LANES);
+        return conv_fp16(g, input, w, MAX_PLANE_LANES, CHUNK_BLOCKS);
     }
     let acc = conv_int(g, input, w)?;
     let mut saturated = 0;
@@ -324,6 +329,7 @@ fn conv_fp16(
     input: &InputCube,
     w: &Weights,
     max_plane_lanes: usize,
+    chunk_blocks: usize,
 ) -> Result<AccOut, EngineError> {
     let ops = ops(g);
     let nops = ops.len();
@@ -392,20 +398,85 @@ fn conv_fp16(
             let mut dblocks = Blocks::new(g.lanes);
             let mut dnans: Vec<Option<MacF16>> = vec![None; nops];
             let mut idx: Vec<usize> = (0..nops).collect();
-            // Kernels per chunk of deferred blocks: about 4096 blocks.
-            let kchunk = (4096 / nops.max(1)).max(1);
+            // Kernels per chunk of deferred blocks (`chunk_blocks`).
+            let kchunk = (chunk_blocks / nops.max(1)).max(1);
             let mut deferred = Deferred::default();
             let (mut exps, mut sums) = (Vec::new(), Vec::new());
-            for (ri, oy) in rows.clone().enumerate() {
-                for ox in 0..ow {
-                    let (src, nans) = if planes {
-                        let base = ((oy * g.sy) * wp + ox * g.sx) * ncb;
-                        for ((i, &off), dnan) in idx.iter_mut().zip(&op_off).zip(&mut dnans) {
-                            *i = base + off;
-                            *dnan = dplane_nan[*i];
+            // The blocks of a chunk of kernels at one output position first, with the
+            // lanes that need the Booth multiplier deferred and resolved together; then
+            // each kernel's accumulation in CACC order.
+            let mut kernels =
+                |src: &Blocks, idx: &[usize], ks: std::ops::Range<usize>, out: &mut [u32]| {
+                    exps.clear();
+                    sums.clear();
+                    for k in ks.clone() {
+                        for (oi, &i) in idx.iter().enumerate() {
+                            let owner = sums.len() as u32;
+                            let (e, s) =
+                                src.mac_deferred(i, &wblocks, k * nops + oi, owner, &mut deferred);
+                            exps.push(e);
+                            sums.push(s);
                         }
-                        (&dplane, &dnans)
-                    } else {
+                    }
+                    deferred.resolve(&mut sums);
+                    for (k, (ke, ksum)) in
+                        ks.zip(exps.chunks_exact(nops).zip(sums.chunks_exact(nops)))
+                    {
+                        let mut acc = Fp48::default();
+                        for (&e, &s) in ke.iter().zip(ksum) {
+                            acc = acc.accumulate(MacF16::from_sum(e, s));
+                        }
+                        out[k] = acc.to_f32_bits();
+                    }
+                };
+            // One output's kernels with a NaN operand somewhere: block by block.
+            let with_nans =
+                |src: &Blocks, idx: &[usize], nans: &[Option<MacF16>], out: &mut [u32]| {
+                    for (k, o) in out.iter_mut().enumerate() {
+                        let mut acc = Fp48::default();
+                        let wk = k * nops;
+                        for (oi, (&i, dnan)) in idx.iter().zip(nans).enumerate() {
+                            let r = match (wnan[wk + oi], *dnan) {
+                                (Some(n), _) | (None, Some(n)) => n,
+                                (None, None) => src.mac(i, &wblocks, wk + oi),
+                            };
+                            acc = acc.accumulate(r);
+                        }
+                        *o = acc.to_f32_bits();
+                    }
+                };
+            // A row's results by position and kernel, then stored by kernel.
+            let mut row = vec![0u32; ow * g.k];
+            for (ri, oy) in rows.clone().enumerate() {
+                if planes {
+                    // Chunk by chunk of kernels over the whole row (the chunk's weights
+                    // stay in cache), each position's blocks indexed in the planes.
+                    let idx_at = |ox: usize, idx: &mut [usize]| {
+                        let base = ((oy * g.sy) * wp + ox * g.sx) * ncb;
+                        for (i, &off) in idx.iter_mut().zip(&op_off) {
+                            *i = base + off;
+                        }
+                    };
+                    let mut nan_at = vec![any_wnan; ow];
+                    for (ox, nan) in nan_at.iter_mut().enumerate() {
+                        idx_at(ox, &mut idx);
+                        *nan |= idx.iter().any(|&i| dplane_nan[i].is_some());
+                        if *nan {
+                            for (dnan, &i) in dnans.iter_mut().zip(&idx) {
+                                *dnan = dplane_nan[i];
+                            }
+                            with_nans(&dplane, &idx, &dnans, &mut row[ox * g.k..][..g.k]);
+                        }
+                    }
+                    for ks in (0..g.k).step_by(kchunk) {
+                        let ks = ks..(ks + kchunk).min(g.k);
+                        for ox in (0..ow).filter(|&ox| !nan_at[ox]) {
+                            idx_at(ox, &mut idx);
+                            kernels(&dplane, &idx, ks.clone(), &mut row[ox * g.k..][..g.k]);
+                        }
+                    }
+                } else {
+                    for ox in 0..ow {
                         dblocks.clear();
                         for (op, dnan) in ops.iter().zip(&mut dnans) {
                             raw.clear();
@@ -418,55 +489,19 @@ fn conv_fp16(
                             *dnan = block_nan(&raw, &[]);
                             dblocks.push_block(&raw);
                         }
-                        (&dblocks, &dnans)
-                    };
-                    let nan = any_wnan || nans.iter().any(Option::is_some);
-                    if nan {
-                        for k in 0..g.k {
-                            let mut acc = Fp48::default();
-                            let wk = k * nops;
-                            for (oi, (&i, dnan)) in idx.iter().zip(nans).enumerate() {
-                                let r = match (wnan[wk + oi], *dnan) {
-                                    (Some(n), _) | (None, Some(n)) => n,
-                                    (None, None) => src.mac(i, &wblocks, wk + oi),
-                                };
-                                acc = acc.accumulate(r);
+                        let o = &mut row[ox * g.k..][..g.k];
+                        if any_wnan || dnans.iter().any(Option::is_some) {
+                            with_nans(&dblocks, &idx, &dnans, o);
+                        } else {
+                            for ks in (0..g.k).step_by(kchunk) {
+                                kernels(&dblocks, &idx, ks..(ks + kchunk).min(g.k), o);
                             }
-                            part[(k * rows.len() + ri) * ow + ox] = acc.to_f32_bits();
                         }
-                        continue;
                     }
-                    // The blocks of a chunk of kernels first, with the lanes that need the
-                    // Booth multiplier deferred and resolved together; then each kernel's
-                    // accumulation in CACC order.
-                    for ks in (0..g.k).step_by(kchunk) {
-                        let ks = ks..(ks + kchunk).min(g.k);
-                        exps.clear();
-                        sums.clear();
-                        for k in ks.clone() {
-                            for (oi, &i) in idx.iter().enumerate() {
-                                let owner = sums.len() as u32;
-                                let (e, s) = src.mac_deferred(
-                                    i,
-                                    &wblocks,
-                                    k * nops + oi,
-                                    owner,
-                                    &mut deferred,
-                                );
-                                exps.push(e);
-                                sums.push(s);
-                            }
-                        }
-                        deferred.resolve(&mut sums);
-                        for (k, (ke, ksum)) in
-                            ks.zip(exps.chunks_exact(nops).zip(sums.chunks_exact(nops)))
-                        {
-                            let mut acc = Fp48::default();
-                            for (&e, &s) in ke.iter().zip(ksum) {
-                                acc = acc.accumulate(MacF16::from_sum(e, s));
-                            }
-                            part[(k * rows.len() + ri) * ow + ox] = acc.to_f32_bits();
-                        }
+                }
+                for ox in 0..ow {
+                    for k in 0..g.k {
+                        part[(k * rows.len() + ri) * ow + ox] = row[ox * g.k + k];
                     }
                 }
             }
@@ -734,8 +769,11 @@ mod tests {
             let got = conv(&g, Precision::Fp16, &input, &w, 0).unwrap();
             assert_eq!(got.data, want, "case {case}: {g:?}");
             // The per-position data path (large inputs) too.
-            let got = conv_fp16(&g, &input, &w, 0).unwrap();
+            let got = conv_fp16(&g, &input, &w, 0, CHUNK_BLOCKS).unwrap();
             assert_eq!(got.data, want, "case {case} without planes: {g:?}");
+            // One kernel per chunk of deferred blocks.
+            let got = conv_fp16(&g, &input, &w, usize::MAX, 1).unwrap();
+            assert_eq!(got.data, want, "case {case}, chunks of one kernel: {g:?}");
         }
         assert!(ext_cases >= 5, "{ext_cases} post-extension cases");
     }
