@@ -63,24 +63,38 @@ COPY kmd kmd
 COPY port port
 COPY umd umd
 COPY vp vp
-# Workspace members the image does not build (the C API and the Python package): cargo
-# reads their manifests.
 COPY capi capi
 COPY python python
-COPY scripts/build-kmod scripts/cross-aarch64 scripts/docker-guest scripts/
+COPY examples/c examples/c
+COPY scripts/build-kmod scripts/cross-aarch64 scripts/docker-guest scripts/capi scripts/python scripts/
 # Host binaries.
 RUN cargo build --release --locked -p nvdla-umd --bin nvdla-runtime -p nvdla-compiler \
         --bin nvdla-compiler -p nvdla-loadable --features nvdla-loadable/cli --bin nvdla-loadable \
         -p nvdla-vp-cli --bin nvdla-vp \
     && mkdir -p /out/bin && for b in nvdla-runtime nvdla-compiler nvdla-loadable nvdla-vp; do \
         install -m755 -s target/release/$b /out/bin/; done
-# The guest side: nvdla.ko, the static aarch64 nvdla-runtime (as scripts/vp-linux builds it),
-# the ioctl test, Debian's arm64 kernel and busybox.
+# The libraries (docs/api.md): libnvdla.so, nvdla.h and nvdla.pc for /usr/local
+# (scripts/capi), examples/c/classify built against them with cc and pkg-config, and the
+# Python wheel (scripts/python: maturin from PyPI, in a throwaway venv). The 100 MB static
+# libnvdla.a stays out of the image.
+RUN scripts/capi --install-only --prefix /out/capi \
+    && rm /out/capi/lib/libnvdla.a && strip /out/capi/lib/libnvdla.so && mkdir /out/capi/bin \
+    && cc -std=c99 -Wall -Wextra -Werror -O2 examples/c/classify.c \
+        $(PKG_CONFIG_PATH=/out/capi/lib/pkgconfig pkg-config --cflags --libs nvdla) \
+        -o /out/capi/bin/nvdla-classify \
+    && sed -i 's|^prefix=.*|prefix=/usr/local|' /out/capi/lib/pkgconfig/nvdla.pc \
+    && NVDLA_PYTHON_VENV=/tmp/venv scripts/python --wheel-only \
+    && install -D -m644 -t /out/wheels target/wheels/nvdla-*.whl && rm -rf /tmp/venv
+# The guest side: nvdla.ko, the static aarch64 nvdla-runtime and examples/c/classify on the
+# static board libnvdla (as scripts/vp-linux builds them), the ioctl test, Debian's arm64
+# kernel and busybox.
 RUN ko=$(scripts/build-kmod) && install -m644 "$ko" /out/prebuilt/nvdla.ko \
-    && RUSTFLAGS="-C target-feature=+crt-static" scripts/cross-aarch64 --strict \
+    && scripts/cross-aarch64 --static --strict \
     && arm=target/aarch64-unknown-linux-gnu/release/nvdla-runtime \
     && file "$arm" | grep -q "statically linked" \
     && aarch64-linux-gnu-strip -o /out/prebuilt/nvdla-runtime-aarch64 "$arm" \
+    && aarch64-linux-gnu-strip -o /out/prebuilt/classify-aarch64 \
+        target/aarch64-unknown-linux-gnu/release/classify \
     && aarch64-linux-gnu-gcc -static -O2 -Wall -I/usr/aarch64-linux-gnu/include \
         -o /out/prebuilt/nvdla-ioctl-test kmd/linux/test/nvdla-ioctl-test.c \
     && aarch64-linux-gnu-strip /out/prebuilt/nvdla-ioctl-test \
@@ -90,11 +104,24 @@ RUN ko=$(scripts/build-kmod) && install -m644 "$ko" /out/prebuilt/nvdla.ko \
 # ---- runtime ---------------------------------------------------------------------------
 FROM debian:bookworm
 ENV DEBIAN_FRONTEND=noninteractive
-# QEMU's shared libraries, and the tools scripts/vp-linux packs an initramfs with.
+# QEMU's shared libraries, the tools scripts/vp-linux packs an initramfs with, and Python
+# with numpy for the nvdla package.
 RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends \
-        libglib2.0-0 libpixman-1-0 libfdt1 zlib1g cpio gzip xz-utils file >/dev/null \
+        libglib2.0-0 libpixman-1-0 libfdt1 zlib1g cpio gzip xz-utils file \
+        python3 python3-numpy >/dev/null \
     && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin
 COPY --from=builder /out/bin/ /usr/local/bin/
+# The C API (/usr/local/lib/libnvdla.so, /usr/local/include/nvdla.h, pkg-config nvdla), its
+# example as nvdla-classify, and the Python package: the wheel unpacked where Debian's
+# python3 looks (it has no entry points or scripts, so unpacking is all pip would do).
+COPY --from=builder /out/capi/ /usr/local/
+COPY --from=builder /out/wheels/ /opt/nvdla/wheels/
+COPY docs/api.md /usr/local/share/doc/nvdla/
+COPY examples/c/classify.c /usr/local/share/doc/nvdla/examples/c/
+RUN ldconfig && python3 -m zipfile -e /opt/nvdla/wheels/nvdla-*.whl \
+        "$(python3 -c 'import sysconfig; print(sysconfig.get_path("platlib"))')" \
+    && python3 -c 'import nvdla'
+
 COPY --from=builder /out/prebuilt/ /opt/nvdla/prebuilt/
 COPY --from=builder /cache/guest/ /opt/nvdla/cache/guest/
 # The project's test scripts, unchanged, run by nvdla-script/vp-linux against the prebuilt
