@@ -257,29 +257,29 @@ fn slow_lanes(lanes: [&[i16]; 4], base: usize, max: i16, slow: [u64; 2], t8: &[u
 /// ([`booth8`]): each with its signed mantissas, its shift and the block it belongs to.
 #[derive(Debug, Default, Clone)]
 pub struct Deferred {
-    owner: Vec<u32>,
-    d: Vec<i32>,
-    w: Vec<i32>,
-    shift: Vec<i32>,
+    lanes: Vec<DeferredLane>,
+}
+
+/// One deferred lane: signed mantissas, shift and owning block.
+#[derive(Debug, Default, Clone, Copy)]
+struct DeferredLane {
+    owner: u32,
+    d: i16,
+    w: i16,
+    shift: i16,
 }
 
 impl Deferred {
     /// Forgets every lane.
     pub fn clear(&mut self) {
-        self.owner.clear();
-        self.d.clear();
-        self.w.clear();
-        self.shift.clear();
+        self.lanes.clear();
     }
 
     /// Defers one lane: signed mantissas `d`, `w`, shifted by `shift` bits, of block
     /// `owner`.
     #[inline]
     pub(super) fn push_lane(&mut self, owner: u32, d: i16, w: i16, shift: i16) {
-        self.owner.push(owner);
-        self.d.push(d.into());
-        self.w.push(w.into());
-        self.shift.push(shift.into());
+        self.lanes.push(DeferredLane { owner, d, w, shift });
     }
 
     fn push_lanes(
@@ -292,36 +292,24 @@ impl Deferred {
     ) {
         let [dc, dv, wc, wv] = lanes;
         each_flagged(base, slow, |i| {
-            self.owner.push(owner);
-            self.d.push(dv[i].into());
-            self.w.push(wv[i].into());
-            self.shift.push(4 * i32::from(max - dc[i] - wc[i]));
+            self.push_lane(owner, dv[i], wv[i], 4 * (max - dc[i] - wc[i]));
         });
     }
 
     /// Adds each lane's aligned product to `sums[owner]`, then forgets the lanes.
     pub fn resolve(&mut self, sums: &mut [i64]) {
-        let n = self.owner.len();
-        // Padding lanes: shifted out entirely (product 0), owned by the first block.
-        for _ in n..n.next_multiple_of(8) {
-            self.owner.push(0);
-            self.d.push(0);
-            self.w.push(0);
-            self.shift.push(32);
-        }
-        for (((o, d), w), s) in self
-            .owner
-            .chunks_exact(8)
-            .zip(self.d.chunks_exact(8))
-            .zip(self.w.chunks_exact(8))
-            .zip(self.shift.chunks_exact(8))
-        {
+        for chunk in self.lanes.chunks(8) {
+            // Padding lanes: shifted out entirely (product 0).
+            let (mut d, mut w, mut s) = ([0i32; 8], [0i32; 8], [32i32; 8]);
+            for (j, l) in chunk.iter().enumerate() {
+                (d[j], w[j], s[j]) = (l.d.into(), l.w.into(), l.shift.into());
+            }
             // SAFETY: lanes are deferred only by the AVX2 and AVX-512 kernels'
             // `mac_block_deferred`, which run only on CPUs with AVX2 (`Blocks::new`).
             #[allow(unsafe_code)]
-            let p = unsafe { booth8(d, w, s) };
-            for (&o, p) in o.iter().zip(p) {
-                sums[o as usize] += i64::from(p);
+            let p = unsafe { booth8(&d, &w, &s) };
+            for (l, p) in chunk.iter().zip(p) {
+                sums[l.owner as usize] += i64::from(p);
             }
         }
         self.clear();
