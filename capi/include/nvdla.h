@@ -8,7 +8,9 @@
  * - Nothing panics across the boundary (a bug becomes NVDLA_STATUS_ERROR_INTERNAL).
  * - Pointer arguments are borrowed for the call; objects the library returns are the
  *   caller's, freed with the matching _free function.
- * - A session may be used from any thread, one thread at a time.
+ * - Session handles are checked: a freed or made-up handle gives
+ *   NVDLA_STATUS_ERROR_INVALID_ARGUMENT, never a crash. Calls on one session from
+ *   several threads run one after the other.
  *
  * Build: cc app.c $(pkg-config --cflags --libs nvdla)   (docs/api.md)
  */
@@ -105,7 +107,9 @@ typedef enum {
 } nvdla_data_type;
 
 /**
- * A device with one loaded network (opaque).
+ * A device with one loaded network (opaque). The library's handles are tokens checked
+ * against its table of live sessions, never addresses: a freed or made-up handle gives
+ * `NVDLA_STATUS_ERROR_INVALID_ARGUMENT`.
  */
 typedef struct nvdla_session nvdla_session;
 
@@ -272,10 +276,12 @@ nvdla_status nvdla_session_open_file(const char *device,
                                      nvdla_session **out);
 
 /**
- * Releases the session's device memory and frees it. Null is ignored.
+ * Releases the session's device memory and frees it (after a call on it that another
+ * thread is inside returns). Null, and a handle that is not live (already freed), are
+ * ignored.
  *
  * # Safety
- * `s` is null or a session from [`nvdla_session_open`], not used afterwards.
+ * None beyond the handle's: any value is accepted.
  */
 void nvdla_session_free(nvdla_session *s);
 
@@ -283,7 +289,7 @@ void nvdla_session_free(nvdla_session *s);
  * Number of inputs (0 for a null session).
  *
  * # Safety
- * `s` is null or a live session.
+ * None for `s`: any handle is checked.
  */
 size_t nvdla_session_input_count(const nvdla_session *s);
 
@@ -291,7 +297,7 @@ size_t nvdla_session_input_count(const nvdla_session *s);
  * Number of outputs (0 for a null session).
  *
  * # Safety
- * `s` is null or a live session.
+ * None for `s`: any handle is checked.
  */
 size_t nvdla_session_output_count(const nvdla_session *s);
 
@@ -299,7 +305,7 @@ size_t nvdla_session_output_count(const nvdla_session *s);
  * Describes input `index` into `*out`.
  *
  * # Safety
- * `s` is null or a live session; `out` is valid for a write.
+ * `s` is any handle (checked); `out` is valid for a write.
  */
 nvdla_status nvdla_session_input_info(nvdla_session *s, size_t index, nvdla_tensor_info *out);
 
@@ -307,7 +313,7 @@ nvdla_status nvdla_session_input_info(nvdla_session *s, size_t index, nvdla_tens
  * Describes output `index` into `*out`.
  *
  * # Safety
- * `s` is null or a live session; `out` is valid for a write.
+ * `s` is any handle (checked); `out` is valid for a write.
  */
 nvdla_status nvdla_session_output_info(nvdla_session *s, size_t index, nvdla_tensor_info *out);
 
@@ -317,7 +323,7 @@ nvdla_status nvdla_session_output_info(nvdla_session *s, size_t index, nvdla_ten
  * rounded to even.
  *
  * # Safety
- * `s` is null or a live session; `values` holds `count` readable floats.
+ * `s` is any handle (checked); `values` holds `count` readable floats.
  */
 nvdla_status nvdla_session_set_input(nvdla_session *s,
                                      size_t index,
@@ -341,7 +347,7 @@ nvdla_status nvdla_session_set_input_scaled(nvdla_session *s,
  * pixels divided by `normalize` (1 to 255; 0 means 1).
  *
  * # Safety
- * `s` is null or a live session; `path` is a NUL-terminated string.
+ * `s` is any handle (checked); `path` is a NUL-terminated string.
  */
 nvdla_status nvdla_session_set_input_image(nvdla_session *s,
                                            size_t index,
@@ -353,7 +359,7 @@ nvdla_status nvdla_session_set_input_image(nvdla_session *s,
  * layout the loadable describes).
  *
  * # Safety
- * `s` is null or a live session; `data` holds `len` readable bytes.
+ * `s` is any handle (checked); `data` holds `len` readable bytes.
  */
 nvdla_status nvdla_session_set_input_surface(nvdla_session *s,
                                              size_t index,
@@ -364,7 +370,7 @@ nvdla_status nvdla_session_set_input_surface(nvdla_session *s,
  * Waits at most `ms` milliseconds for each task of a run (0: forever, the default).
  *
  * # Safety
- * `s` is null or a live session.
+ * None for `s`: any handle is checked.
  */
 nvdla_status nvdla_session_set_timeout(nvdla_session *s, uint32_t ms);
 
@@ -373,7 +379,7 @@ nvdla_status nvdla_session_set_timeout(nvdla_session *s, uint32_t ms);
  * platform's cycle model, measured by the RTL ([`nvdla_session_op_timing`]).
  *
  * # Safety
- * `s` is null or a live session.
+ * None for `s`: any handle is checked.
  */
 nvdla_status nvdla_session_set_profiling(nvdla_session *s, int on);
 
@@ -382,7 +388,7 @@ nvdla_status nvdla_session_set_profiling(nvdla_session *s, int on);
  * exceeds the timeout.
  *
  * # Safety
- * `s` is null or a live session.
+ * None for `s`: any handle is checked.
  */
 nvdla_status nvdla_session_run(nvdla_session *s);
 
@@ -390,7 +396,7 @@ nvdla_status nvdla_session_run(nvdla_session *s);
  * Wall-clock seconds of the last run (0 before any, or for a null session).
  *
  * # Safety
- * `s` is null or a live session.
+ * None for `s`: any handle is checked.
  */
 double nvdla_session_last_run_seconds(const nvdla_session *s);
 
@@ -399,7 +405,7 @@ double nvdla_session_last_run_seconds(const nvdla_session *s);
  * `elements`): fp16 exactly, int8 times the compiler's recorded scale.
  *
  * # Safety
- * `s` is null or a live session; `values` is valid for writes of `count` floats.
+ * `s` is any handle (checked); `values` is valid for writes of `count` floats.
  */
 nvdla_status nvdla_session_get_output(nvdla_session *s, size_t index, float *values, size_t count);
 
@@ -408,7 +414,7 @@ nvdla_status nvdla_session_get_output(nvdla_session *s, size_t index, float *val
  * least `surface_bytes`); `*written` is set to the bytes copied.
  *
  * # Safety
- * `s` is null or a live session; `data` is valid for writes of `len` bytes; `written`
+ * `s` is any handle (checked); `data` is valid for writes of `len` bytes; `written`
  * is null or valid for a write.
  */
 nvdla_status nvdla_session_get_output_surface(nvdla_session *s,
@@ -421,7 +427,7 @@ nvdla_status nvdla_session_get_output_surface(nvdla_session *s,
  * Operations the last run recorded (0 without profiling or before a run).
  *
  * # Safety
- * `s` is null or a live session.
+ * None for `s`: any handle is checked.
  */
 size_t nvdla_session_op_count(const nvdla_session *s);
 
@@ -429,7 +435,7 @@ size_t nvdla_session_op_count(const nvdla_session *s);
  * Cycles of the last run from submit to its last interrupt (0 when not recorded).
  *
  * # Safety
- * `s` is null or a live session.
+ * None for `s`: any handle is checked.
  */
 uint64_t nvdla_session_total_cycles(const nvdla_session *s);
 
@@ -437,7 +443,7 @@ uint64_t nvdla_session_total_cycles(const nvdla_session *s);
  * Operation `index` of the last run ([`nvdla_session_op_count`]) into `*out`.
  *
  * # Safety
- * `s` is null or a live session; `out` is valid for a write.
+ * `s` is any handle (checked); `out` is valid for a write.
  */
 nvdla_status nvdla_session_op_timing(nvdla_session *s, size_t index, nvdla_op_timing *out);
 

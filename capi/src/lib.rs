@@ -14,16 +14,21 @@
 //!   `NVDLA_STATUS_ERROR_INTERNAL` with its message.
 //! - Pointers the caller passes are borrowed for the call only, except where a function
 //!   says it returns an object the caller owns (free it with the matching `_free`).
-//! - A session may be used from any thread, but from one thread at a time; different
-//!   sessions are independent.
+//! - Session handles are checked: a freed, made-up or null handle gives
+//!   `NVDLA_STATUS_ERROR_INVALID_ARGUMENT` (counts and times give 0), never a crash. A
+//!   session may be used from any thread; calls on one session from several threads run one
+//!   after the other, and different sessions are independent.
 #![warn(missing_docs)]
 #![allow(non_camel_case_types)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
 use nvdla_umd::session::{Session, SessionError, TensorInfo};
 use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::ffi::{c_char, c_int, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// The result of a call.
 #[repr(C)]
@@ -95,9 +100,69 @@ pub struct nvdla_tensor_info {
     pub surface_bytes: u64,
 }
 
-/// A device with one loaded network (opaque).
+/// A device with one loaded network (opaque). The library's handles are tokens checked
+/// against its table of live sessions, never addresses: a freed or made-up handle gives
+/// `NVDLA_STATUS_ERROR_INVALID_ARGUMENT`.
 pub struct nvdla_session {
-    inner: Session,
+    _opaque: [u8; 0],
+}
+
+/// The live sessions by handle token (tokens are never reused), each behind its own lock:
+/// calls on one session from several threads run one after the other, and a session freed
+/// while another thread is inside a call on it is dropped when that call returns.
+static SESSIONS: Mutex<BTreeMap<usize, Arc<Mutex<Session>>>> = Mutex::new(BTreeMap::new());
+/// The last token handed out.
+static LAST_TOKEN: AtomicUsize = AtomicUsize::new(0);
+
+/// Low bits of a handle that are always zero (it looks like an aligned pointer).
+const TOKEN_SHIFT: u32 = 4;
+
+/// The table, even after a panic elsewhere (it holds only complete entries).
+fn sessions() -> std::sync::MutexGuard<'static, BTreeMap<usize, Arc<Mutex<Session>>>> {
+    SESSIONS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Registers a new session and returns its handle.
+fn register(session: Session) -> *mut nvdla_session {
+    let token = LAST_TOKEN.fetch_add(1, Ordering::Relaxed) + 1;
+    sessions().insert(token, Arc::new(Mutex::new(session)));
+    std::ptr::without_provenance_mut(token << TOKEN_SHIFT)
+}
+
+/// The live session behind handle `s`.
+fn session(s: *const nvdla_session) -> Result<Arc<Mutex<Session>>, Failure> {
+    if s.is_null() {
+        return Err(invalid("session is null"));
+    }
+    let h = s.addr();
+    let token = h >> TOKEN_SHIFT;
+    (h & ((1 << TOKEN_SHIFT) - 1) == 0)
+        .then(|| sessions().get(&token).cloned())
+        .flatten()
+        .ok_or_else(|| {
+            invalid("session is not live (already freed, or not from nvdla_session_open)")
+        })
+}
+
+/// Locks a session for one call; a session whose last call panicked is not used again.
+fn lock(s: &Mutex<Session>) -> Result<std::sync::MutexGuard<'_, Session>, Failure> {
+    s.lock().map_err(|_| {
+        (
+            NVDLA_STATUS_ERROR_INTERNAL,
+            "session unusable: an earlier call on it failed with an internal error".into(),
+        )
+    })
+}
+
+/// `f` on the live session behind `s`, or `default`.
+fn query<R>(s: *const nvdla_session, default: R, f: impl FnOnce(&Session) -> R) -> R {
+    match session(s) {
+        Ok(a) => match lock(&a) {
+            Ok(g) => f(&g),
+            Err(_) => default,
+        },
+        Err(_) => default,
+    }
 }
 
 /// Bytes the library allocated and the caller owns: free with [`nvdla_buffer_free`].
@@ -187,17 +252,6 @@ unsafe fn bytes_arg<'a, T>(p: *const T, len: usize, what: &str) -> Result<&'a [T
     Ok(unsafe { std::slice::from_raw_parts(p, len) })
 }
 
-/// A session argument.
-///
-/// # Safety
-/// `s` is null or a session from [`nvdla_session_open`] not yet freed, used by one thread.
-unsafe fn session<'a>(s: *mut nvdla_session) -> Result<&'a mut Session, Failure> {
-    // SAFETY: the caller's contract.
-    unsafe { s.as_mut() }
-        .map(|s| &mut s.inner)
-        .ok_or_else(|| invalid("session is null"))
-}
-
 /// Writes `v` through `out`.
 ///
 /// # Safety
@@ -254,7 +308,7 @@ pub unsafe extern "C" fn nvdla_session_open(
             return Err(invalid("out is null"));
         }
         let inner = Session::open(device, config, bytes.to_vec()).map_err(session_err)?;
-        let s = Box::into_raw(Box::new(nvdla_session { inner }));
+        let s = register(inner);
         // SAFETY: checked non-null above; the caller's contract makes it writable.
         unsafe { out.write(s) };
         Ok(())
@@ -289,39 +343,44 @@ pub unsafe extern "C" fn nvdla_session_open_file(
     unsafe { nvdla_session_open(device, config, bytes.as_ptr(), bytes.len(), out) }
 }
 
-/// Releases the session's device memory and frees it. Null is ignored.
+/// Releases the session's device memory and frees it (after a call on it that another
+/// thread is inside returns). Null, and a handle that is not live (already freed), are
+/// ignored.
 ///
 /// # Safety
-/// `s` is null or a session from [`nvdla_session_open`], not used afterwards.
+/// None beyond the handle's: any value is accepted.
 #[no_mangle]
 pub unsafe extern "C" fn nvdla_session_free(s: *mut nvdla_session) {
     if s.is_null() {
         return;
     }
     let _ = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: the caller gives back a session from `Box::into_raw`, once.
-        drop(unsafe { Box::from_raw(s) });
+        let h = s.addr();
+        if h & ((1 << TOKEN_SHIFT) - 1) == 0 {
+            let removed = sessions().remove(&(h >> TOKEN_SHIFT));
+            drop(removed);
+        }
     }));
 }
 
 /// Number of inputs (0 for a null session).
 ///
 /// # Safety
-/// `s` is null or a live session.
+/// None for `s`: any handle is checked.
 #[no_mangle]
 pub unsafe extern "C" fn nvdla_session_input_count(s: *const nvdla_session) -> usize {
     // SAFETY: the function's contract.
-    unsafe { s.as_ref() }.map_or(0, |s| s.inner.input_count())
+    query(s, 0, Session::input_count)
 }
 
 /// Number of outputs (0 for a null session).
 ///
 /// # Safety
-/// `s` is null or a live session.
+/// None for `s`: any handle is checked.
 #[no_mangle]
 pub unsafe extern "C" fn nvdla_session_output_count(s: *const nvdla_session) -> usize {
     // SAFETY: the function's contract.
-    unsafe { s.as_ref() }.map_or(0, |s| s.inner.output_count())
+    query(s, 0, Session::output_count)
 }
 
 fn to_c_info(t: &TensorInfo) -> nvdla_tensor_info {
@@ -355,7 +414,7 @@ fn to_c_info(t: &TensorInfo) -> nvdla_tensor_info {
 /// Describes input `index` into `*out`.
 ///
 /// # Safety
-/// `s` is null or a live session; `out` is valid for a write.
+/// `s` is any handle (checked); `out` is valid for a write.
 #[no_mangle]
 pub unsafe extern "C" fn nvdla_session_input_info(
     s: *mut nvdla_session,
@@ -369,7 +428,7 @@ pub unsafe extern "C" fn nvdla_session_input_info(
 /// Describes output `index` into `*out`.
 ///
 /// # Safety
-/// `s` is null or a live session; `out` is valid for a write.
+/// `s` is any handle (checked); `out` is valid for a write.
 #[no_mangle]
 pub unsafe extern "C" fn nvdla_session_output_info(
     s: *mut nvdla_session,
@@ -391,7 +450,9 @@ unsafe fn tensor_info(
 ) -> nvdla_status {
     guard(|| {
         // SAFETY: the caller's contract.
-        let s = unsafe { session(s)? };
+        let arc = session(s)?;
+        let mut locked = lock(&arc)?;
+        let s = &mut *locked;
         let info = describe(s).map_err(session_err)?;
         // SAFETY: the caller's contract.
         unsafe { put(out, to_c_info(&info), "out") }
@@ -403,7 +464,7 @@ unsafe fn tensor_info(
 /// rounded to even.
 ///
 /// # Safety
-/// `s` is null or a live session; `values` holds `count` readable floats.
+/// `s` is any handle (checked); `values` holds `count` readable floats.
 #[no_mangle]
 pub unsafe extern "C" fn nvdla_session_set_input(
     s: *mut nvdla_session,
@@ -442,7 +503,11 @@ unsafe fn set_input(
 ) -> nvdla_status {
     guard(|| {
         // SAFETY: the caller's contract.
-        let (s, v) = unsafe { (session(s)?, bytes_arg(values, count, "values")?) };
+        let arc = session(s)?;
+        let mut locked = lock(&arc)?;
+        let s = &mut *locked;
+        // SAFETY: the function's contract.
+        let v = unsafe { bytes_arg(values, count, "values")? };
         s.set_input(index, v, scale).map_err(session_err)
     })
 }
@@ -451,7 +516,7 @@ unsafe fn set_input(
 /// pixels divided by `normalize` (1 to 255; 0 means 1).
 ///
 /// # Safety
-/// `s` is null or a live session; `path` is a NUL-terminated string.
+/// `s` is any handle (checked); `path` is a NUL-terminated string.
 #[no_mangle]
 pub unsafe extern "C" fn nvdla_session_set_input_image(
     s: *mut nvdla_session,
@@ -461,7 +526,11 @@ pub unsafe extern "C" fn nvdla_session_set_input_image(
 ) -> nvdla_status {
     guard(|| {
         // SAFETY: the function's contract.
-        let (s, p) = unsafe { (session(s)?, str_arg(path, "path", "")?) };
+        let arc = session(s)?;
+        let mut locked = lock(&arc)?;
+        let s = &mut *locked;
+        // SAFETY: the function's contract.
+        let p = unsafe { str_arg(path, "path", "")? };
         if path.is_null() {
             return Err(invalid("path is null"));
         }
@@ -480,7 +549,7 @@ pub unsafe extern "C" fn nvdla_session_set_input_image(
 /// layout the loadable describes).
 ///
 /// # Safety
-/// `s` is null or a live session; `data` holds `len` readable bytes.
+/// `s` is any handle (checked); `data` holds `len` readable bytes.
 #[no_mangle]
 pub unsafe extern "C" fn nvdla_session_set_input_surface(
     s: *mut nvdla_session,
@@ -490,7 +559,11 @@ pub unsafe extern "C" fn nvdla_session_set_input_surface(
 ) -> nvdla_status {
     guard(|| {
         // SAFETY: the function's contract.
-        let (s, d) = unsafe { (session(s)?, bytes_arg(data, len, "data")?) };
+        let arc = session(s)?;
+        let mut locked = lock(&arc)?;
+        let s = &mut *locked;
+        // SAFETY: the function's contract.
+        let d = unsafe { bytes_arg(data, len, "data")? };
         s.set_input_surface(index, d).map_err(session_err)
     })
 }
@@ -498,12 +571,14 @@ pub unsafe extern "C" fn nvdla_session_set_input_surface(
 /// Waits at most `ms` milliseconds for each task of a run (0: forever, the default).
 ///
 /// # Safety
-/// `s` is null or a live session.
+/// None for `s`: any handle is checked.
 #[no_mangle]
 pub unsafe extern "C" fn nvdla_session_set_timeout(s: *mut nvdla_session, ms: u32) -> nvdla_status {
     guard(|| {
         // SAFETY: the function's contract.
-        let s = unsafe { session(s)? };
+        let arc = session(s)?;
+        let mut locked = lock(&arc)?;
+        let s = &mut *locked;
         s.set_timeout((ms != 0).then_some(ms));
         Ok(())
     })
@@ -513,7 +588,7 @@ pub unsafe extern "C" fn nvdla_session_set_timeout(s: *mut nvdla_session, ms: u3
 /// platform's cycle model, measured by the RTL ([`nvdla_session_op_timing`]).
 ///
 /// # Safety
-/// `s` is null or a live session.
+/// None for `s`: any handle is checked.
 #[no_mangle]
 pub unsafe extern "C" fn nvdla_session_set_profiling(
     s: *mut nvdla_session,
@@ -521,7 +596,9 @@ pub unsafe extern "C" fn nvdla_session_set_profiling(
 ) -> nvdla_status {
     guard(|| {
         // SAFETY: the function's contract.
-        let s = unsafe { session(s)? };
+        let arc = session(s)?;
+        let mut locked = lock(&arc)?;
+        let s = &mut *locked;
         s.set_profiling(on != 0);
         Ok(())
     })
@@ -531,12 +608,14 @@ pub unsafe extern "C" fn nvdla_session_set_profiling(
 /// exceeds the timeout.
 ///
 /// # Safety
-/// `s` is null or a live session.
+/// None for `s`: any handle is checked.
 #[no_mangle]
 pub unsafe extern "C" fn nvdla_session_run(s: *mut nvdla_session) -> nvdla_status {
     guard(|| {
         // SAFETY: the function's contract.
-        let s = unsafe { session(s)? };
+        let arc = session(s)?;
+        let mut locked = lock(&arc)?;
+        let s = &mut *locked;
         s.run().map_err(session_err)
     })
 }
@@ -544,18 +623,18 @@ pub unsafe extern "C" fn nvdla_session_run(s: *mut nvdla_session) -> nvdla_statu
 /// Wall-clock seconds of the last run (0 before any, or for a null session).
 ///
 /// # Safety
-/// `s` is null or a live session.
+/// None for `s`: any handle is checked.
 #[no_mangle]
 pub unsafe extern "C" fn nvdla_session_last_run_seconds(s: *const nvdla_session) -> f64 {
     // SAFETY: the function's contract.
-    unsafe { s.as_ref() }.map_or(0.0, |s| s.inner.last_run_seconds())
+    query(s, 0.0, Session::last_run_seconds)
 }
 
 /// Reads output `index` as `count` floats in NCHW order (`count` must be its
 /// `elements`): fp16 exactly, int8 times the compiler's recorded scale.
 ///
 /// # Safety
-/// `s` is null or a live session; `values` is valid for writes of `count` floats.
+/// `s` is any handle (checked); `values` is valid for writes of `count` floats.
 #[no_mangle]
 pub unsafe extern "C" fn nvdla_session_get_output(
     s: *mut nvdla_session,
@@ -565,7 +644,9 @@ pub unsafe extern "C" fn nvdla_session_get_output(
 ) -> nvdla_status {
     guard(|| {
         // SAFETY: the function's contract.
-        let s = unsafe { session(s)? };
+        let arc = session(s)?;
+        let mut locked = lock(&arc)?;
+        let s = &mut *locked;
         let v = s.output_values(index, None).map_err(session_err)?;
         if count != v.len() {
             return Err(invalid(format!(
@@ -586,7 +667,7 @@ pub unsafe extern "C" fn nvdla_session_get_output(
 /// least `surface_bytes`); `*written` is set to the bytes copied.
 ///
 /// # Safety
-/// `s` is null or a live session; `data` is valid for writes of `len` bytes; `written`
+/// `s` is any handle (checked); `data` is valid for writes of `len` bytes; `written`
 /// is null or valid for a write.
 #[no_mangle]
 pub unsafe extern "C" fn nvdla_session_get_output_surface(
@@ -598,7 +679,9 @@ pub unsafe extern "C" fn nvdla_session_get_output_surface(
 ) -> nvdla_status {
     guard(|| {
         // SAFETY: the function's contract.
-        let s = unsafe { session(s)? };
+        let arc = session(s)?;
+        let mut locked = lock(&arc)?;
+        let s = &mut *locked;
         let v = s.output_surface(index).map_err(session_err)?;
         if len < v.len() {
             return Err(invalid(format!(
@@ -640,31 +723,27 @@ pub struct nvdla_op_timing {
 /// Operations the last run recorded (0 without profiling or before a run).
 ///
 /// # Safety
-/// `s` is null or a live session.
+/// None for `s`: any handle is checked.
 #[no_mangle]
 pub unsafe extern "C" fn nvdla_session_op_count(s: *const nvdla_session) -> usize {
     // SAFETY: the function's contract.
-    unsafe { s.as_ref() }
-        .and_then(|s| s.inner.timings())
-        .map_or(0, |t| t.ops.len())
+    query(s, 0, |s| s.timings().map_or(0, |t| t.ops.len()))
 }
 
 /// Cycles of the last run from submit to its last interrupt (0 when not recorded).
 ///
 /// # Safety
-/// `s` is null or a live session.
+/// None for `s`: any handle is checked.
 #[no_mangle]
 pub unsafe extern "C" fn nvdla_session_total_cycles(s: *const nvdla_session) -> u64 {
     // SAFETY: the function's contract.
-    unsafe { s.as_ref() }
-        .and_then(|s| s.inner.timings())
-        .map_or(0, |t| t.total_cycles)
+    query(s, 0, |s| s.timings().map_or(0, |t| t.total_cycles))
 }
 
 /// Operation `index` of the last run ([`nvdla_session_op_count`]) into `*out`.
 ///
 /// # Safety
-/// `s` is null or a live session; `out` is valid for a write.
+/// `s` is any handle (checked); `out` is valid for a write.
 #[no_mangle]
 pub unsafe extern "C" fn nvdla_session_op_timing(
     s: *mut nvdla_session,
@@ -673,7 +752,9 @@ pub unsafe extern "C" fn nvdla_session_op_timing(
 ) -> nvdla_status {
     guard(|| {
         // SAFETY: the function's contract.
-        let s = unsafe { session(s)? };
+        let arc = session(s)?;
+        let mut locked = lock(&arc)?;
+        let s = &mut *locked;
         let t = s
             .timings()
             .ok_or_else(|| invalid("no timings: turn profiling on before the run"))?;
