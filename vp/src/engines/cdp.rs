@@ -17,7 +17,7 @@
 //!
 //! fp16 follows the floating-point variant of the same steps (see `run_fp16`).
 
-use super::{addr64, check_precision, CubeLayout, EngineError, Precision};
+use super::{addr64, check_precision, par_ranges, CubeLayout, EngineError, Precision};
 use crate::arith::{sat, sext, shr_round_sat};
 use crate::config::HwConfig;
 use crate::fp::{f16_to_f32, FP16, FP17, FP32};
@@ -348,27 +348,31 @@ pub fn run(
     for (o, &x) in cv.iter_mut().zip(&input) {
         *o = shr_round_sat((i64::from(x) - in_off) * in_scale, in_shift, in_bits);
     }
-    let mut out = vec![0i32; cp * plane];
-    for ch in 0..cp {
-        let lo_ch = ch.saturating_sub(half);
-        let hi_ch = (ch + half).min(cp - 1);
-        for i in 0..plane {
-            let v = cv[ch * plane + i];
-            let s = if sqsum_bypass {
-                v
-            } else {
-                (lo_ch..=hi_ch)
-                    .map(|k| cv[k * plane + i] * cv[k * plane + i])
-                    .sum()
-            };
-            let r = lcfg.eval(s, lut);
+    // Every output is independent: ranges of channels on the cores, joined in order.
+    let parts = par_ranges(cp, |chs| {
+        let mut out = Vec::with_capacity(chs.len() * plane);
+        for ch in chs {
+            let lo_ch = ch.saturating_sub(half);
+            let hi_ch = (ch + half).min(cp - 1);
+            for i in 0..plane {
+                let v = cv[ch * plane + i];
+                let s = if sqsum_bypass {
+                    v
+                } else {
+                    (lo_ch..=hi_ch)
+                        .map(|k| cv[k * plane + i] * cv[k * plane + i])
+                        .sum()
+                };
+                let r = lcfg.eval(s, lut);
 
-            let m = if mul_bypass { r } else { r * v };
-            let o = shr_round_sat((m - out_off) * out_scale, out_shift, out_bits);
-            out[ch * plane + i] = o as i32;
+                let m = if mul_bypass { r } else { r * v };
+                let o = shr_round_sat((m - out_off) * out_scale, out_shift, out_bits);
+                out.push(o as i32);
+            }
         }
-    }
-    dst.write(mem, &out)
+        out
+    });
+    dst.write(mem, &parts.concat())
 }
 
 /// One fp16 table lookup (`HLS_CDP_lookup_lut`, `cmod/hls_wrapper/cdp_hls_wrapper.cpp`):
@@ -483,89 +487,93 @@ fn run_fp16(
     } else {
         x32.iter().map(|&v| FP32.mul(v, v)).collect()
     };
-    let mut out = vec![0i32; cp * plane];
-    for ch in 0..cp {
-        for i in 0..plane {
-            let at = |k: isize| -> u64 {
-                let c = ch as isize + k;
-                if c < 0 || c as usize >= cp {
-                    0
+    // Every output is independent: ranges of channels on the cores, joined in order.
+    par_ranges(cp, |chs| {
+        let mut out = Vec::with_capacity(chs.len() * plane);
+        for ch in chs {
+            for i in 0..plane {
+                let at = |k: isize| -> u64 {
+                    let c = ch as isize + k;
+                    if c < 0 || c as usize >= cp {
+                        0
+                    } else {
+                        sq[c as usize * plane + i]
+                    }
+                };
+                let sum = if bypass & 1 != 0 {
+                    at(0)
                 } else {
-                    sq[c as usize * plane + i]
-                }
-            };
-            let sum = if bypass & 1 != 0 {
-                at(0)
-            } else {
-                let mut s = FP32.add(FP32.add(at(-1), at(1)), at(0));
-                for k in 2..=half as isize {
-                    s = FP32.add(s, FP32.add(at(-k), at(k)));
-                }
-                s
-            };
-            let (le, le_h) = lookup_fp(
-                sum,
-                64,
-                cfg & 1 == 0,
-                &ram.le,
-                u64::from(g(ids::cdp::S_LUT_LE_START_LOW)),
-                u64::from(g(ids::cdp::S_LUT_LE_END_LOW)),
-                les & 0xffff,
-                les >> 16,
-                sext(info & 0xff, 8),
-                sext((info >> 8) & 0xff, 8),
-            );
-            let (lo, lo_h) = lookup_fp(
-                sum,
-                256,
-                false,
-                &ram.lo,
-                u64::from(g(ids::cdp::S_LUT_LO_START_LOW)),
-                u64::from(g(ids::cdp::S_LUT_LO_END_LOW)),
-                los & 0xffff,
-                los >> 16,
-                0,
-                sext((info >> 16) & 0xff, 8),
-            );
-            let r = match (le_h, lo_h) {
-                (LutHit::Underflow, LutHit::Underflow) => {
-                    if cfg & 0x10 != 0 {
-                        lo
-                    } else {
-                        le
+                    let mut s = FP32.add(FP32.add(at(-1), at(1)), at(0));
+                    for k in 2..=half as isize {
+                        s = FP32.add(s, FP32.add(at(-k), at(k)));
                     }
-                }
-                (LutHit::Overflow, LutHit::Overflow) => {
-                    if cfg & 0x20 != 0 {
-                        lo
-                    } else {
-                        le
+                    s
+                };
+                let (le, le_h) = lookup_fp(
+                    sum,
+                    64,
+                    cfg & 1 == 0,
+                    &ram.le,
+                    u64::from(g(ids::cdp::S_LUT_LE_START_LOW)),
+                    u64::from(g(ids::cdp::S_LUT_LE_END_LOW)),
+                    les & 0xffff,
+                    les >> 16,
+                    sext(info & 0xff, 8),
+                    sext((info >> 8) & 0xff, 8),
+                );
+                let (lo, lo_h) = lookup_fp(
+                    sum,
+                    256,
+                    false,
+                    &ram.lo,
+                    u64::from(g(ids::cdp::S_LUT_LO_START_LOW)),
+                    u64::from(g(ids::cdp::S_LUT_LO_END_LOW)),
+                    los & 0xffff,
+                    los >> 16,
+                    0,
+                    sext((info >> 16) & 0xff, 8),
+                );
+                let r = match (le_h, lo_h) {
+                    (LutHit::Underflow, LutHit::Underflow) => {
+                        if cfg & 0x10 != 0 {
+                            lo
+                        } else {
+                            le
+                        }
                     }
-                }
-                (LutHit::Hit, LutHit::Underflow | LutHit::Overflow) => le,
-                (LutHit::Underflow | LutHit::Overflow, LutHit::Hit) => lo,
-                _ => {
-                    if cfg & 0x40 != 0 {
-                        lo
-                    } else {
-                        le
+                    (LutHit::Overflow, LutHit::Overflow) => {
+                        if cfg & 0x20 != 0 {
+                            lo
+                        } else {
+                            le
+                        }
                     }
-                }
-            };
-            let xv = x17[ch * plane + i];
-            let m = if bypass & 2 != 0 {
-                if FP17.is_nan(xv) {
-                    xv
+                    (LutHit::Hit, LutHit::Underflow | LutHit::Overflow) => le,
+                    (LutHit::Underflow | LutHit::Overflow, LutHit::Hit) => lo,
+                    _ => {
+                        if cfg & 0x40 != 0 {
+                            lo
+                        } else {
+                            le
+                        }
+                    }
+                };
+                let xv = x17[ch * plane + i];
+                let m = if bypass & 2 != 0 {
+                    if FP17.is_nan(xv) {
+                        xv
+                    } else {
+                        r
+                    }
                 } else {
-                    r
-                }
-            } else {
-                FP17.mul(xv, r)
-            };
-            out[ch * plane + i] = FP17.convert(m, FP16, true) as i32;
+                    FP17.mul(xv, r)
+                };
+                out.push(FP17.convert(m, FP16, true) as i32);
+            }
         }
-    }
-    out
+        out
+    })
+    .concat()
 }
 
 #[cfg(test)]

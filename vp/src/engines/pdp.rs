@@ -19,7 +19,7 @@
 //! The split-width programming (`SPLIT_NUM`, `PARTIAL_WIDTH_*`) only changes how the
 //! hardware walks the cube; the result equals a single pass, which is what is computed.
 
-use super::{addr64, check_precision, sdp::Cube, CubeLayout, EngineError, Precision};
+use super::{addr64, check_precision, par_ranges, sdp::Cube, CubeLayout, EngineError, Precision};
 use crate::arith::{sext, shr_round};
 use crate::config::HwConfig;
 use crate::fp::{FP16, FP17};
@@ -349,21 +349,26 @@ pub fn run(
         }
         .read(mem)?,
     };
-    let mut out = vec![0i32; ow * oh * cp];
-    let mut plane = vec![0i64; ow * oh];
-    for ch in 0..cp {
-        let src = &data[ch * w * h..(ch + 1) * w * h];
-        if prec == Precision::Fp16 {
-            p.plane_fp16(src, w, h, &mut plane);
-        } else {
-            p.plane(src, w, h, &mut plane);
+    // Channel planes are independent: ranges of them on the cores, joined in order.
+    let parts = par_ranges(cp, |chs| {
+        let mut out = vec![0i32; ow * oh * chs.len()];
+        let mut plane = vec![0i64; ow * oh];
+        for (ch, o) in chs.zip(out.chunks_exact_mut(ow * oh)) {
+            let src = &data[ch * w * h..(ch + 1) * w * h];
+            if prec == Precision::Fp16 {
+                p.plane_fp16(src, w, h, &mut plane);
+            } else {
+                p.plane(src, w, h, &mut plane);
+            }
+            for (o, v) in o.iter_mut().zip(&plane) {
+                // Stored in the output width without saturation (static_cast in the C
+                // model).
+                *o = *v as i32;
+            }
         }
-        for (o, v) in out[ch * ow * oh..(ch + 1) * ow * oh].iter_mut().zip(&plane) {
-            // Stored in the output width without saturation (static_cast in the C model).
-            *o = *v as i32;
-        }
-    }
-    dst.write(mem, &out)
+        out
+    });
+    dst.write(mem, &parts.concat())
 }
 
 #[cfg(test)]
