@@ -421,37 +421,30 @@ impl Blocks {
             self.lo.push(v & 127);
         }
         #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-        for i in (start..self.val.len()).step_by(8) {
-            let r = i..i + 8;
-            self.regs.push(
-                &self.coarse[r.clone()],
-                &self.hi[r.clone()],
-                &self.lo[r.clone()],
-                &self.val[r],
-            );
-        }
-        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-        if self.wide {
-            for i in (start..self.val.len()).step_by(16) {
-                let r = i..i + 16;
-                self.regs256.push(
-                    &self.coarse[r.clone()],
-                    &self.hi[r.clone()],
-                    &self.lo[r.clone()],
-                    &self.val[r],
-                );
+        {
+            // The new lanes in register-sized runs: coarse, hi, lo and val.
+            let new = [
+                &self.coarse[start..],
+                &self.hi[start..],
+                &self.lo[start..],
+                &self.val[start..],
+            ];
+            fn runs(
+                new: [&[i16]; 4],
+                width: usize,
+                mut push: impl FnMut(&[i16], &[i16], &[i16], &[i16]),
+            ) {
+                let [c, h, l, v] = new.map(|x| x.chunks_exact(width));
+                for (((c, h), l), v) in c.zip(h).zip(l).zip(v) {
+                    push(c, h, l, v);
+                }
             }
-        }
-        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-        if self.wide512 {
-            for i in (start..self.val.len()).step_by(32) {
-                let r = i..i + 32;
-                self.regs512.push(
-                    &self.coarse[r.clone()],
-                    &self.hi[r.clone()],
-                    &self.lo[r.clone()],
-                    &self.val[r],
-                );
+            runs(new, 8, |c, h, l, v| self.regs.push(c, h, l, v));
+            if self.wide {
+                runs(new, 16, |c, h, l, v| self.regs256.push(c, h, l, v));
+            }
+            if self.wide512 {
+                runs(new, 32, |c, h, l, v| self.regs512.push(c, h, l, v));
             }
         }
         let _ = start;
