@@ -216,6 +216,11 @@ typedef struct {
    * Non-zero: one int8 weight scale per output channel instead of per layer.
    */
   int per_filter;
+  /**
+   * Non-zero: optimize for cycles on the accelerator (`-O`: Winograd convolution where
+   * the build has it); outputs stay within the precision's tolerance.
+   */
+  int optimize;
 } nvdla_compile_options;
 
 /**
@@ -448,7 +453,8 @@ uint64_t nvdla_session_total_cycles(const nvdla_session *s);
 nvdla_status nvdla_session_op_timing(nvdla_session *s, size_t index, nvdla_op_timing *out);
 
 /**
- * The defaults: nv_full, fp16, no CPU fallback, no calibration, per-layer scales.
+ * The defaults: nv_full, fp16, no CPU fallback, no calibration, per-layer scales, no
+ * optimizations.
  *
  * # Safety
  * `opts` is null or valid for a write.

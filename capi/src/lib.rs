@@ -802,9 +802,13 @@ pub struct nvdla_compile_options {
     pub calibration_table: *const c_char,
     /// Non-zero: one int8 weight scale per output channel instead of per layer.
     pub per_filter: c_int,
+    /// Non-zero: optimize for cycles on the accelerator (`-O`: Winograd convolution where
+    /// the build has it); outputs stay within the precision's tolerance.
+    pub optimize: c_int,
 }
 
-/// The defaults: nv_full, fp16, no CPU fallback, no calibration, per-layer scales.
+/// The defaults: nv_full, fp16, no CPU fallback, no calibration, per-layer scales, no
+/// optimizations.
 ///
 /// # Safety
 /// `opts` is null or valid for a write.
@@ -824,6 +828,7 @@ pub unsafe extern "C" fn nvdla_compile_options_init(opts: *mut nvdla_compile_opt
             calibration_elements: 0,
             calibration_table: std::ptr::null(),
             per_filter: 0,
+            optimize: 0,
         })
     };
 }
@@ -857,6 +862,7 @@ mod compile {
             .map_err(|e| (NVDLA_STATUS_ERROR_INVALID_ARGUMENT, e.to_string()))?;
         opts.cpu_fallback = o.cpu_fallback != 0;
         opts.per_filter = o.per_filter != 0;
+        opts.winograd = o.optimize != 0;
         if !o.calibration_table.is_null() {
             // SAFETY: as above.
             let text = unsafe { str_arg(o.calibration_table, "calibration_table", "")? };

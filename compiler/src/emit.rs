@@ -682,8 +682,30 @@ impl Ctx<'_> {
                     let (src, io) = self.cube(c.src);
                     cube_reloc(&mut relocs, io, j, 96);
                     let dst_s = p.surface(c.sdp.dst);
+                    // Winograd: CSC sees the extended input and 4x4 kernels, CDMA pads the
+                    // input to it (docs/research/winograd.md §3).
+                    let (csc_in, kernel, kc, cmac, pad) = match &c.winograd {
+                        Some(g) => (
+                            [g.ext[0] as u16, g.ext[1] as u16, g.ext[2] as u16],
+                            [4u16, 4],
+                            g.ext[2] as u16,
+                            [g.out[1] as u16, g.out[0] as u16],
+                            g.pad,
+                        ),
+                        None => (
+                            [src.width, src.height, src.channel],
+                            [c.kernel[1] as u16, c.kernel[0] as u16],
+                            c.channels as u16,
+                            [c.out[1] as u16, c.out[0] as u16],
+                            c.pad,
+                        ),
+                    };
                     let desc = dla::ConvOpDesc {
-                        conv_mode: dla::ConvMode::Direct.raw(),
+                        conv_mode: if c.winograd.is_some() {
+                            dla::ConvMode::Winograd.raw()
+                        } else {
+                            dla::ConvMode::Direct.raw()
+                        },
                         data_reuse: u8::from(c.data_reuse),
                         skip_data_rls: u8::from(c.skip_data_release),
                         entry_per_slice: c.entries_per_slice as u16,
@@ -694,22 +716,23 @@ impl Ctx<'_> {
                         weight_format: 0,
                         data_bank: c.data_banks as u8,
                         weight_bank: c.weight_banks as u8,
-                        release: p.surface(c.src).h as u16,
-                        input_width_csc: src.width,
-                        input_height_csc: src.height,
-                        input_channel_csc: src.channel,
-                        kernel_width_csc: c.kernel[1] as u16,
-                        kernel_height_csc: c.kernel[0] as u16,
-                        kernel_channel_csc: c.channels as u16,
-                        input_width_cmac: c.out[1] as u16,
-                        input_height_cmac: c.out[0] as u16,
+                        release: c.winograd.map_or(p.surface(c.src).h, |g| g.ext[1]) as u16,
+                        input_width_csc: csc_in[0],
+                        input_height_csc: csc_in[1],
+                        input_channel_csc: csc_in[2],
+                        kernel_width_csc: kernel[0],
+                        kernel_height_csc: kernel[1],
+                        kernel_channel_csc: kc,
+                        input_width_cmac: cmac[0],
+                        input_height_cmac: cmac[1],
                         bytes_per_kernel: c.bytes_per_kernel,
                         conv_stride_x: c.stride[1] as u8,
                         conv_stride_y: c.stride[0] as u8,
-                        pad_x_left: c.pad[1] as u8,
-                        pad_x_right: c.pad[3] as u8,
-                        pad_y_top: c.pad[0] as u8,
-                        pad_y_bottom: c.pad[2] as u8,
+                        pad_x_left: pad[1] as u8,
+                        pad_x_right: pad[3] as u8,
+                        pad_y_top: pad[0] as u8,
+                        pad_y_bottom: pad[2] as u8,
+                        pra_truncate: c.winograd.map_or(0, |g| g.pra_truncate),
                         dilation_x: c.dilation[1] as u8,
                         dilation_y: c.dilation[0] as u8,
                         in_precision: prec,
@@ -729,13 +752,17 @@ impl Ctx<'_> {
                         ..Default::default()
                     };
                     let mut weight =
-                        self.blob_cube(c.weights, c.kernel[1], c.kernel[0], c.channels);
+                        self.blob_cube(c.weights, kernel[0].into(), kernel[1].into(), kc.into());
                     weight.size = conv_weight_bytes(t, c.kernels, c.bytes_per_kernel);
                     let mut dst = self.cube(c.sdp.dst).0;
                     dst.mem_type = dla::MemType::Hw.raw().into();
                     dst.address = -1;
                     dst.offset = 0;
                     dst.channel = c.kernels as u16;
+                    if let Some(g) = &c.winograd {
+                        dst.width = g.out[1] as u16;
+                        dst.height = g.out[0] as u16;
+                    }
                     let _ = dst_s;
                     let surf = dla::ConvSurfaceDesc {
                         weight_data: weight,
@@ -751,7 +778,15 @@ impl Ctx<'_> {
                     src.mem_type = dla::MemType::Hw.raw().into();
                     src.address = -1;
                     src.offset = 0;
-                    let (desc, surf) = self.sdp(&c.sdp, src, j, &mut relocs)?;
+                    let (mut desc, mut surf) = self.sdp(&c.sdp, src, j, &mut relocs)?;
+                    if let Some(g) = &c.winograd {
+                        // SDP in Winograd output mode takes and writes the padded output.
+                        desc.conv_mode = dla::ConvMode::Winograd.raw();
+                        for cube in [&mut surf.src_data, &mut surf.dst_data] {
+                            cube.width = g.out[1] as u16;
+                            cube.height = g.out[0] as u16;
+                        }
+                    }
                     enc(dla::OpDesc::Sdp(desc).encode_into(op_slot))?;
                     enc(dla::SurfaceDesc::Sdp(surf).encode_into(surf_slot))?;
                 }

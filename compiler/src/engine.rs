@@ -196,8 +196,30 @@ pub struct ConvOp {
     pub data_reuse: bool,
     /// Keep the input data in CBUF after this operation.
     pub skip_data_release: bool,
+    /// Winograd mode (`None`: direct convolution).
+    pub winograd: Option<Winograd>,
     /// The SDP operation fed on the fly.
     pub sdp: SdpOp,
+}
+
+/// What a Winograd convolution (F(2x2, 3x3), nv_full; docs/research/winograd.md) programs
+/// beyond a direct one. The weights are 4x4 tiles `G g Gᵀ` per kernel and channel, and
+/// `bytes_per_kernel` is `16 · channels[2] · bpe`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Winograd {
+    /// The output `[h, w]` CACC and SDP produce: the real one rounded up to multiples of 4
+    /// (at least 8, programming guide "Winograd"). The destination surface's lines and
+    /// planes hold it; the rows and columns past the real output are scratch.
+    pub out: [u32; 2],
+    /// The input cube CSC sees, `[w, h, c]`: the output plus 4 in each direction after
+    /// CDMA pads it, and the channels rounded up to whole memory atoms.
+    pub ext: [u32; 3],
+    /// CDMA's padding `[top, left, bottom, right]`: the layer's top and left, the bottom
+    /// and right that make the extended input.
+    pub pad: [u32; 4],
+    /// `D_PRA_CFG.PRA_TRUNCATE`: integer input tiles `Bᵀ d B` shifted right by this much
+    /// before saturating to the precision (0 for fp16).
+    pub pra_truncate: u8,
 }
 
 /// Pooling on PDP.

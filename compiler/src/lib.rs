@@ -78,8 +78,12 @@ pub(crate) fn compile_calibrated(
     let source_layers = graph.nodes.len();
     graph.check().map_err(CompileError::Network)?;
     passes::run_all(&mut graph)?;
-    let mut program = lower::lower_with(&graph, target, &quant, opts.cpu_fallback)?;
-    plan::plan(&mut program, !opts.keep_activations);
+    let settings = lower::Settings {
+        cpu_fallback: opts.cpu_fallback,
+        winograd: opts.winograd,
+    };
+    let mut program = lower::lower_with(&graph, target, &quant, settings)?;
+    plan::plan(&mut program, target, !opts.keep_activations);
     let spec = emit::emit(&program, target)?;
     let loadable = spec.build();
     Ok(Compiled {

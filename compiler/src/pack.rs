@@ -56,6 +56,43 @@ pub fn conv_weights(
     out
 }
 
+/// Winograd weight tiles `u[k][c][16]` (`kernels x channels`, from
+/// [`crate::lower::winograd::transform_weights`]) in the order CDMA and CSC read them
+/// (nvdla/hw `format.rst`, "Winograd weight"; docs/research/winograd.md §2): groups of
+/// kernels-per-group kernels; inside a group, channels in fours (`channels_ext`, a
+/// multiple of 4; channels past `channels` are zero); then the group's kernels; then the
+/// 16 tile positions; then the 4 channels. Padded with zeros to 128 bytes.
+pub fn winograd_weights(
+    t: &Target,
+    u: &[f32],
+    kernels: usize,
+    channels: usize,
+    channels_ext: usize,
+) -> Vec<u8> {
+    let p = t.precision;
+    let group = t.kernels_per_group() as usize;
+    let mut out = Vec::with_capacity(kernels * channels_ext * 16 * p.bytes() as usize + 128);
+    for g0 in (0..kernels).step_by(group) {
+        for c0 in (0..channels_ext).step_by(4) {
+            for k in g0..(g0 + group).min(kernels) {
+                for pos in 0..16 {
+                    for c in c0..c0 + 4 {
+                        let v = if c < channels {
+                            u[(k * channels + c) * 16 + pos]
+                        } else {
+                            0.0
+                        };
+                        push(&mut out, v, p);
+                    }
+                }
+            }
+        }
+    }
+    let padded = out.len().next_multiple_of(128);
+    out.resize(padded, 0);
+    out
+}
+
 /// Per-channel operand data: one value (or an ALU, MUL pair) per channel, `C` elements
 /// packed, padded to whole memory atoms.
 pub fn per_channel(t: &Target, alu: Option<&[f32]>, mul: Option<&[f32]>) -> Vec<u8> {
@@ -113,6 +150,30 @@ mod tests {
             .collect();
         // s=0: k0 c0, k0 c1, k1 c0, k1 c1; then s=1.
         assert_eq!(vals, [0.0, 10.0, 100.0, 110.0, 1.0, 11.0, 101.0, 111.0]);
+    }
+
+    #[test]
+    fn winograd_order_groups_channel_fours_kernels_positions_channels() {
+        let t = Target::new(&nvdla_hw::NV_FULL, Precision::Fp16).unwrap();
+        // 2 kernels, 5 channels (extended to 8): u[k][c][pos] = k*1000 + c*100 + pos.
+        let u: Vec<f32> = (0..2 * 5 * 16)
+            .map(|i| ((i / 80) * 1000 + (i / 16 % 5) * 100 + i % 16) as f32)
+            .collect();
+        let b = winograd_weights(&t, &u, 2, 5, 8);
+        assert_eq!(b.len(), 2 * 8 * 16 * 2);
+        let vals: Vec<f32> = b
+            .chunks(2)
+            .map(|c| f16::from_bits(u16::from_le_bytes([c[0], c[1]])).to_f32())
+            .collect();
+        // Channels 0-3 of kernel 0, position 0, then position 1.
+        assert_eq!(
+            &vals[..8],
+            &[0.0, 100.0, 200.0, 300.0, 1.0, 101.0, 201.0, 301.0]
+        );
+        // Kernel 1 follows kernel 0's 16 positions.
+        assert_eq!(vals[64], 1000.0);
+        // Channels 4-7: channel 4, then zeros.
+        assert_eq!(&vals[128..132], &[400.0, 0.0, 0.0, 0.0]);
     }
 
     #[test]

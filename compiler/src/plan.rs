@@ -7,6 +7,7 @@
 //! outputs have memories of their own, which the runtime binds.
 
 use crate::engine::{Program, SurfId, SurfKind};
+use crate::target::Target;
 
 /// Alignment of every blob and surface in bytes (the largest memory atom of any
 /// configuration is 32 bytes; CDMA weight and SDP operand reads are happy with 256).
@@ -14,7 +15,7 @@ pub const ALIGN: u64 = 256;
 
 /// Fill in blob and surface offsets and the memory sizes; with `reuse` false every
 /// activation keeps its own bytes (for reading every layer's output after a run).
-pub fn plan(p: &mut Program, reuse: bool) {
+pub fn plan(p: &mut Program, t: &Target, reuse: bool) {
     let mut off = 0u64;
     for b in &mut p.blobs {
         b.offset = off;
@@ -79,7 +80,8 @@ pub fn plan(p: &mut Program, reuse: bool) {
             } = p.surfaces[id.0].kind
             {
                 let ps = &p.surfaces[parent.0];
-                let atom = u64::from(ps.line_stride / ps.w.max(1));
+                // Not line_stride / w: a Winograd output's lines are padded.
+                let atom = u64::from(t.atom_of(ps.precision));
                 let cpa = atom / u64::from(ps.precision.bytes());
                 off += u64::from(channel_offset) / cpa.max(1) * u64::from(ps.surf_stride)
                     + u64::from(y) * u64::from(ps.line_stride)

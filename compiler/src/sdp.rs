@@ -82,6 +82,10 @@ pub struct SdpStages {
     /// in int8, when a scale-only affine finds no stage left: `c_m x_m + c_o x_o` on an
     /// X1/X2-only build is `c_o (x_m c_m / c_o + x_o)`, the `c_o` here).
     post_scale: Option<Vec<f32>>,
+    /// Operands read from other surfaces are refused: a Winograd convolution's SDP
+    /// (NVIDIA's compiler refuses them too; per-element reads would need the operand in
+    /// Winograd's padded geometry).
+    pub no_operands: bool,
 }
 
 /// Why a layer could not be added.
@@ -112,6 +116,9 @@ impl SdpStages {
 
     /// Adds a stage after the used ones.
     pub fn push(&mut self, t: &Target, stage: Stage) -> std::result::Result<(), Refusal> {
+        if self.no_operands && matches!(stage, Stage::Eltwise { .. }) {
+            return Err("a Winograd convolution's SDP reads no other surface".into());
+        }
         if let Some(post) = &mut self.post_scale {
             // Only another factor can follow a folded scale.
             return match &stage {

@@ -85,7 +85,7 @@ fn runs_on_the_cpu_between_hardware_tasks() {
     let mut rng = Rng(11);
     let g = network(&mut rng);
     let input = rng.vec(20 * 6 * 5, 1.0);
-    let (got, want) = run_fp16_opts(&g, "nv_full", &input, true);
+    let (got, want) = run_fp16_opts(&g, "nv_full", &input, Extra::CPU_FALLBACK);
     let err = max_rel_err(&got, &want);
     assert!(err < 1e-2, "{err}");
     // The EMU task's blobs declare the fallback interface version.

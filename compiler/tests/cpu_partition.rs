@@ -111,7 +111,7 @@ fn fp16_on_the_vp_matches_the_reference() {
     let input = rng.vec(8 * 7 * 5, 1.0);
     for config in ["nv_full", "nv_small"] {
         let g = load(config, Precision::Fp16, true).unwrap();
-        let (got, want) = run_fp16_opts(&g, config, &input, true);
+        let (got, want) = run_fp16_opts(&g, config, &input, Extra::CPU_FALLBACK);
         let err = max_rel_err(&got, &want);
         eprintln!("fp16 {config}: max relative error {err:.2e}");
         assert!(err <= 4e-3, "fp16 {config}: error {err}");
@@ -124,7 +124,7 @@ fn int8_on_the_vp_matches_the_reference() {
     let input = rng.vec(8 * 7 * 5, 1.0);
     for config in ["nv_small", "nv_full"] {
         let g = load(config, Precision::Int8, true).unwrap();
-        let (got, want) = run_int8_opts(&g, config, &input, true, true);
+        let (got, want) = run_int8_opts(&g, config, &input, true, Extra::CPU_FALLBACK);
         let err = max_rel_err(&got, &want);
         eprintln!("int8 {config}: max relative error {err:.2e}");
         assert!(err <= 0.04, "int8 {config}: error {err}");

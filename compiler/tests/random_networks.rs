@@ -44,6 +44,9 @@ use nvdla_umd::Direction;
 use std::fmt::Write as _;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+/// Convolutions compiled in Winograd mode (counted to show the coverage).
+static WINOGRAD_LAYERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 /// Networks per run unless `NVDLA_RANDOM_NETWORKS` says otherwise.
 const DEFAULT_COUNT: u64 = 300;
 /// fp16: largest error relative to the largest reference magnitude.
@@ -342,6 +345,10 @@ fn run(
     cal: &Calibration,
     input: &[f32],
 ) -> Result<Vec<f32>, (Outcome, String)> {
+    let (config, winograd) = match config.split_once('+') {
+        Some((c, "winograd")) => (c, true),
+        _ => (config, false),
+    };
     let hw = nvdla_hw::Config::by_name(config).expect("known configuration");
     let target = Target::new(hw, precision).map_err(|e| (Outcome::Unsupported, e.to_string()))?;
     let quant = Quant {
@@ -357,13 +364,17 @@ fn run(
             g.clone(),
             &nvdla_compiler::Options {
                 keep_activations: true,
+                winograd,
                 ..nvdla_compiler::Options::with_quant(target, &quant)
             },
         )
     } else {
         nvdla_compiler::compile_graph(
             g.clone(),
-            &nvdla_compiler::Options::with_quant(target, &quant),
+            &nvdla_compiler::Options {
+                winograd,
+                ..nvdla_compiler::Options::with_quant(target, &quant)
+            },
         )
     }
     .map_err(|e| (Outcome::Unsupported, e.to_string()))?;
@@ -373,6 +384,15 @@ fn run(
             nvdla_compiler::dump::program_json(&compiled.program)
         );
     }
+    let wino = compiled
+        .program
+        .ops
+        .iter()
+        .filter(|op| {
+            matches!(&op.kind, nvdla_compiler::engine::HwOpKind::Conv(c) if c.winograd.is_some())
+        })
+        .count();
+    WINOGRAD_LAYERS.fetch_add(wino, std::sync::atomic::Ordering::Relaxed);
     let fail = |e: String| (Outcome::Fail, e);
     // What `nvdla-loadable check` says of the loadable: no cube outside its buffer and no
     // warning (an activation the hardware would drop, biases quantized to zero).
@@ -641,9 +661,11 @@ fn judge(precision: Precision, got: &[f32], want: &[f32], cost: f32) -> (Outcome
     )
 }
 
-/// Every configuration NVIDIA published.
-const CONFIGS: [&str; 7] = [
+/// Every configuration NVIDIA published, and nv_full with Winograd convolution
+/// (`--winograd`).
+const CONFIGS: [&str; 8] = [
     "nv_full",
+    "nv_full+winograd",
     "nv_large",
     "nv_medium_1024_full",
     "nv_medium_512",
@@ -775,6 +797,10 @@ fn random_networks_compile_and_match_the_reference_on_every_configuration() {
         "unsupported ({}):\n{}",
         unsupported.len(),
         unsupported.join("\n")
+    );
+    eprintln!(
+        "{} convolutions in Winograd mode",
+        WINOGRAD_LAYERS.load(std::sync::atomic::Ordering::Relaxed)
     );
     eprintln!(
         "{pass} passed, {} failed, {} unsupported",

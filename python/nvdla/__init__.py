@@ -68,7 +68,7 @@ class Loadable:
 
 
 def compile(model, config="nv_full", precision="fp16", calibration=None, cpu_fallback=False,
-            per_filter=False, input_shapes=None):
+            per_filter=False, input_shapes=None, optimize=False):
     """Compiles `model` into a Loadable.
 
     model: a path to an .onnx file, ONNX bytes, or (prototxt_path, caffemodel_path).
@@ -77,6 +77,8 @@ def compile(model, config="nv_full", precision="fp16", calibration=None, cpu_fal
     table's text (NVIDIA's JSON or a TensorRT cache).
     cpu_fallback: operators no NVDLA engine runs go to the CPU (partitions).
     input_shapes: {name: shape} fixing an ONNX model's symbolic input dimensions.
+    optimize: optimize for cycles on the accelerator (the compiler's -O: Winograd
+    convolution where the build has it); outputs stay within the precision's tolerance.
     """
     label = "model"
     if isinstance(model, (str, os.PathLike)):
@@ -95,7 +97,7 @@ def compile(model, config="nv_full", precision="fp16", calibration=None, cpu_fal
     shapes = [(k, [int(d) for d in v]) for k, v in (input_shapes or {}).items()]
     data = _compile(model, config=config, precision=precision, calibration=calibration,
                     cpu_fallback=cpu_fallback, per_filter=per_filter, label=label,
-                    input_shapes=shapes)
+                    input_shapes=shapes, optimize=optimize)
     return Loadable(data, config)
 
 

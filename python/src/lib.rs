@@ -60,7 +60,7 @@ fn session_err(e: SessionError) -> PyErr {
 /// a list of float32 arrays of the first input (NCHW), or a calibration table's text.
 /// `input_shapes`: `[(name, dims)]` fixing an ONNX model's symbolic input dimensions.
 #[pyfunction]
-#[pyo3(signature = (model, config="nv_full", precision="fp16", calibration=None, cpu_fallback=false, per_filter=false, label="model", input_shapes=None))]
+#[pyo3(signature = (model, config="nv_full", precision="fp16", calibration=None, cpu_fallback=false, per_filter=false, label="model", input_shapes=None, optimize=false))]
 #[allow(clippy::too_many_arguments)]
 fn compile<'py>(
     py: Python<'py>,
@@ -72,6 +72,7 @@ fn compile<'py>(
     per_filter: bool,
     label: &str,
     input_shapes: Option<Vec<(String, Vec<usize>)>>,
+    optimize: bool,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let model = if let Ok(b) = model.extract::<Vec<u8>>() {
         Model::Onnx {
@@ -92,6 +93,7 @@ fn compile<'py>(
         .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
     opts.cpu_fallback = cpu_fallback;
     opts.per_filter = per_filter;
+    opts.winograd = optimize;
     opts.input_shapes = input_shapes.unwrap_or_default();
     if let Some(c) = calibration {
         opts.calibration = if let Ok(text) = c.extract::<String>() {

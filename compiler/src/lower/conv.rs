@@ -1,6 +1,6 @@
 //! Convolutions and fully connected layers: CONV+SDP operations.
 
-use super::{layer_err, Lowering};
+use super::{layer_err, winograd, Lowering};
 use crate::engine::*;
 use crate::error::Result;
 use crate::pack;
@@ -321,15 +321,22 @@ impl Lowering<'_> {
                 return self.emit_conv_by_channels(i, spec, &parts);
             }
         }
-        let bpk = kh * kw * s.c * t.bpe();
+        let wino = self.winograd_plan(n, &spec);
+        // Winograd multiplies 4x4 tiles G g Gᵀ of each kernel channel.
+        let tiles = wino.map(|_| winograd::transform_weights(&spec.weights));
+        let weights_in = tiles.as_deref().unwrap_or(&spec.weights);
+        let bpk = match &wino {
+            Some(g) => 16 * g.ext[2] * t.bpe(),
+            None => kh * kw * s.c * t.bpe(),
+        };
         // int8: weights in units of a scale per output channel (per-filter) or one per
-        // layer (per-kernel); the accumulator's unit is input scale x weight scale.
-        let per_kernel = (kh * kw * s.c) as usize;
+        // layer (per-kernel); the accumulator's unit is input scale x weight scale (x
+        // 2^PRA_TRUNCATE in Winograd mode, whose input tiles are shifted right by it).
+        let per_kernel = weights_in.len() / spec.kernels.max(1) as usize;
         let mut weight_scales = vec![1.0f64; spec.kernels as usize];
         let mut qweights = Vec::new();
         if t.precision == Precision::Int8 {
-            let amax: Vec<f64> = spec
-                .weights
+            let amax: Vec<f64> = weights_in
                 .chunks(per_kernel.max(1))
                 .map(|k| k.iter().fold(0.0f64, |m, v| m.max(f64::from(v.abs()))))
                 .collect();
@@ -348,26 +355,38 @@ impl Lowering<'_> {
                 };
                 weight_scales[k] = if a > 0.0 { a / 127.0 } else { 1.0 };
             }
-            qweights = spec
-                .weights
+            qweights = weights_in
                 .iter()
                 .enumerate()
                 .map(|(i, w)| (f64::from(*w) / weight_scales[i / per_kernel.max(1)]) as f32)
                 .collect();
         }
-        let packed = pack::conv_weights(
-            &t,
-            if t.precision == Precision::Int8 {
-                &qweights
-            } else {
-                &spec.weights
-            },
-            spec.kernels as usize,
-            s.c as usize,
-            kh as usize,
-            kw as usize,
-        );
-        let eps = t.entries_per_slice(s.w, s.c);
+        let values = if t.precision == Precision::Int8 {
+            &qweights
+        } else {
+            weights_in
+        };
+        let packed = match &wino {
+            Some(g) => pack::winograd_weights(
+                &t,
+                values,
+                spec.kernels as usize,
+                s.c as usize,
+                g.ext[2] as usize,
+            ),
+            None => pack::conv_weights(
+                &t,
+                values,
+                spec.kernels as usize,
+                s.c as usize,
+                kh as usize,
+                kw as usize,
+            ),
+        };
+        let eps = match &wino {
+            Some(g) => winograd::entries_per_row(&t, g),
+            None => t.entries_per_slice(s.w, s.c),
+        };
         let banks = t.hw.cbuf_banks;
         let total_w = t.banks_for_weights(spec.kernels, bpk);
         let min_w = t.min_banks_for_weights(bpk);
@@ -395,7 +414,8 @@ impl Lowering<'_> {
         // rows a strided kernel never reads; a chunk fetches its window.
         let fetched = |r: u32| if r >= out_h { s.h } else { span(r).min(s.h) };
         let fits = |r: u32| data_banks_for(fetched(r)) + min_w <= banks;
-        let chunk = if data_banks_for(s.h) + min_w <= banks {
+        // Winograd: one operation over the extended input (winograd_plan checked the fit).
+        let chunk = if wino.is_some() || data_banks_for(s.h) + min_w <= banks {
             out_h
         } else {
             let mut r = out_h;
@@ -423,6 +443,7 @@ impl Lowering<'_> {
 
         // The SDP: bias in X1, then whatever element-wise layers follow.
         let mut sdp = SdpStages::default();
+        sdp.no_operands = wino.is_some();
         if let Some(b) = &spec.bias {
             if b.len() != spec.kernels as usize {
                 return Err(layer_err(
@@ -454,10 +475,12 @@ impl Lowering<'_> {
         }
         let unit: Option<Vec<f64>> = if t.precision == Precision::Int8 {
             let s_src = self.require_scale(spec.src)?;
-            Some(weight_scales.iter().map(|w| s_src * w).collect())
+            let pra = wino.map_or(1.0, |g| f64::from(1u32 << g.pra_truncate));
+            Some(weight_scales.iter().map(|w| s_src * w * pra).collect())
         } else {
             None
         };
+        let fresh = self.p.surfaces.len();
         let dst = match spec.dst {
             Some(d) => d,
             None => {
@@ -467,6 +490,15 @@ impl Lowering<'_> {
                 self.output_surface(last)
             }
         };
+        if let Some(g) = &wino {
+            if dst.0 < fresh || !matches!(self.p.surface(dst).kind, SurfKind::Pool) {
+                return Err(layer_err(
+                    n,
+                    "internal: a Winograd convolution's output is not a new activation",
+                ));
+            }
+            self.pad_for_winograd(dst, g);
+        }
         let ds = self.p.surface(dst);
         if ds.c != spec.kernels || ds.h != spec.out[0] || ds.w != spec.out[1] {
             return Err(layer_err(
@@ -515,7 +547,10 @@ impl Lowering<'_> {
             // The CDMA fetches the whole source cube it is programmed with: all of the
             // input's rows for a single operation, even those a strided or short kernel
             // never reads (a 1x1 stride-2 convolution of 28 rows reads 27).
-            let data_banks = data_banks_for(if whole { s.h } else { rows });
+            let data_banks = match &wino {
+                Some(g) => data_banks_for(g.ext[1]),
+                None => data_banks_for(if whole { s.h } else { rows }),
+            };
             if data_banks + min_w > banks {
                 return Err(layer_err(
                     n,
@@ -557,6 +592,7 @@ impl Lowering<'_> {
                     entries_per_slice: eps,
                     data_reuse: false,
                     skip_data_release: false,
+                    winograd: wino,
                     sdp: SdpOp {
                         src: None,
                         dst: out,

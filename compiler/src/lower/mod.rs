@@ -14,6 +14,7 @@ mod elementwise;
 mod lrn;
 mod pool;
 mod prepare;
+pub mod winograd;
 
 use crate::engine::*;
 use crate::error::{CompileError, Result};
@@ -53,14 +54,22 @@ impl Default for Quant<'_> {
     }
 }
 
-/// Lower `g` for `t`.
-pub fn lower(g: &Graph, t: &Target, q: &Quant<'_>) -> Result<Program> {
-    lower_with(g, t, q, false)
+/// Choices of a lowering besides the target and the scales.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Settings {
+    /// Operations no engine runs become CPU operations ([`crate::Options::cpu_fallback`]).
+    pub cpu_fallback: bool,
+    /// Winograd convolution where it applies ([`crate::Options::winograd`]).
+    pub winograd: bool,
 }
 
-/// Lower `g` for `t`; with `cpu_fallback`, operations no engine runs become CPU
-/// operations ([`crate::Options::cpu_fallback`]).
-pub fn lower_with(g: &Graph, t: &Target, q: &Quant<'_>, cpu_fallback: bool) -> Result<Program> {
+/// Lower `g` for `t`.
+pub fn lower(g: &Graph, t: &Target, q: &Quant<'_>) -> Result<Program> {
+    lower_with(g, t, q, Settings::default())
+}
+
+/// Lower `g` for `t` with `settings`.
+pub fn lower_with(g: &Graph, t: &Target, q: &Quant<'_>, settings: Settings) -> Result<Program> {
     check_batch(g)?;
     let (split, partials) = split_eltwise(g);
     let split = fit_coefficients(split, t);
@@ -80,7 +89,8 @@ pub fn lower_with(g: &Graph, t: &Target, q: &Quant<'_>, cpu_fallback: bool) -> R
         views: concat_views(g, t),
         done: vec![false; g.nodes.len()],
         inherit: HashMap::new(),
-        cpu_fallback,
+        cpu_fallback: settings.cpu_fallback,
+        winograd: settings.winograd,
     };
     // Tensors the concatenation rewrite added take the concatenation's scale.
     for (new, orig) in like {
@@ -185,6 +195,8 @@ struct Lowering<'a> {
     done: Vec<bool>,
     /// Operations the hardware cannot run go to the CPU (`--cpu-fallback`).
     cpu_fallback: bool,
+    /// Winograd convolution where it applies (`--winograd`).
+    winograd: bool,
 }
 
 fn layer_err(n: &Node, reason: impl Into<String>) -> CompileError {

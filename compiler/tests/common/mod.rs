@@ -83,24 +83,41 @@ pub fn from_surface(
 /// Compiles `g` for `config` in fp16, runs it on the VP with `input` for its only input,
 /// and returns (hardware output, reference output) of its only output, NCHW.
 pub fn run_fp16(g: &Graph, config: &str, input: &[f32]) -> (Vec<f32>, Vec<f32>) {
-    run_fp16_opts(g, config, input, false)
+    run_fp16_opts(g, config, input, Extra::default())
 }
 
-/// [`run_fp16`], with or without the CPU fallback.
-pub fn run_fp16_opts(
-    g: &Graph,
-    config: &str,
-    input: &[f32],
-    cpu_fallback: bool,
-) -> (Vec<f32>, Vec<f32>) {
+/// Compile options beyond the target and the scales.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Extra {
+    /// [`nvdla_compiler::Options::cpu_fallback`].
+    pub cpu_fallback: bool,
+    /// [`nvdla_compiler::Options::winograd`].
+    pub winograd: bool,
+}
+
+impl Extra {
+    /// With the CPU fallback.
+    pub const CPU_FALLBACK: Extra = Extra {
+        cpu_fallback: true,
+        winograd: false,
+    };
+
+    fn apply(self, o: nvdla_compiler::Options) -> nvdla_compiler::Options {
+        nvdla_compiler::Options {
+            cpu_fallback: self.cpu_fallback,
+            winograd: self.winograd,
+            ..o
+        }
+    }
+}
+
+/// [`run_fp16`] with `extra` options.
+pub fn run_fp16_opts(g: &Graph, config: &str, input: &[f32], extra: Extra) -> (Vec<f32>, Vec<f32>) {
     let reference = nvdla_compiler::reference::run(g, &[(g.inputs[0], input.to_vec())]).unwrap();
     let want = reference[g.outputs[0].0].clone();
     let hw = nvdla_hw::Config::by_name(config).unwrap();
     let target = Target::new(hw, Precision::Fp16).unwrap();
-    let opts = nvdla_compiler::Options {
-        cpu_fallback,
-        ..nvdla_compiler::Options::new(target)
-    };
+    let opts = extra.apply(nvdla_compiler::Options::new(target));
     let compiled =
         nvdla_compiler::compile_graph(g.clone(), &opts).unwrap_or_else(|e| panic!("{e}"));
     let mut dev = device(config);
@@ -192,16 +209,16 @@ pub fn from_surface_i8(
 /// Compiles `g` for `config` in int8, calibrated (max-abs) on the reference's values for
 /// `input` itself, runs it on the VP, and returns (hardware output, reference output).
 pub fn run_int8(g: &Graph, config: &str, input: &[f32], per_filter: bool) -> (Vec<f32>, Vec<f32>) {
-    run_int8_opts(g, config, input, per_filter, false)
+    run_int8_opts(g, config, input, per_filter, Extra::default())
 }
 
-/// [`run_int8`] with compile options (the CPU fallback).
+/// [`run_int8`] with `extra` options.
 pub fn run_int8_opts(
     g: &Graph,
     config: &str,
     input: &[f32],
     per_filter: bool,
-    cpu_fallback: bool,
+    extra: Extra,
 ) -> (Vec<f32>, Vec<f32>) {
     use nvdla_compiler::quant::{Calibration, RangeMethod};
     let reference = nvdla_compiler::reference::run(g, &[(g.inputs[0], input.to_vec())]).unwrap();
@@ -214,10 +231,7 @@ pub fn run_int8_opts(
         per_filter,
         input_scale: 1.0,
     };
-    let opts = nvdla_compiler::Options {
-        cpu_fallback,
-        ..nvdla_compiler::Options::with_quant(target, &quant)
-    };
+    let opts = extra.apply(nvdla_compiler::Options::with_quant(target, &quant));
     let compiled =
         nvdla_compiler::compile_graph(g.clone(), &opts).unwrap_or_else(|e| panic!("{e}"));
     let mut dev = device(config);
