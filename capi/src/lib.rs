@@ -802,8 +802,9 @@ pub struct nvdla_compile_options {
     pub calibration_table: *const c_char,
     /// Non-zero: one int8 weight scale per output channel instead of per layer.
     pub per_filter: c_int,
-    /// Non-zero: optimize for cycles on the accelerator (`-O`: Winograd convolution where
-    /// the build has it); outputs stay within the precision's tolerance.
+    /// Non-zero: optimize for cycles on the accelerator (`-O`: Winograd convolution and
+    /// image-mode input where the build has them); outputs stay within the precision's
+    /// tolerance.
     pub optimize: c_int,
 }
 
@@ -862,7 +863,9 @@ mod compile {
             .map_err(|e| (NVDLA_STATUS_ERROR_INVALID_ARGUMENT, e.to_string()))?;
         opts.cpu_fallback = o.cpu_fallback != 0;
         opts.per_filter = o.per_filter != 0;
-        opts.winograd = o.optimize != 0;
+        if o.optimize != 0 {
+            opts.optimize();
+        }
         if !o.calibration_table.is_null() {
             // SAFETY: as above.
             let text = unsafe { str_arg(o.calibration_table, "calibration_table", "")? };

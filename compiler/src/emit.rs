@@ -268,6 +268,26 @@ type TaskBlob = (String, SubInterface, Interface, Version, Vec<u8>);
 type Reloc = (u16, usize, u64, RelocType);
 
 fn tensor_desc(sf: &Surface, t: &Target, mem_id: u16) -> TensorSpec {
+    if sf.pixel {
+        // An image input (lower::image): 4 interleaved components per pixel.
+        let (data_type, pixel) = match sf.precision {
+            Precision::Fp16 => (DataType::HALF, PixelFormat::A16B16G16R16_F),
+            Precision::Int8 => (DataType::INT8, PixelFormat::A8B8G8R8),
+        };
+        return TensorSpec {
+            name: sf.name.clone(),
+            mem_id,
+            size: u64::from(sf.size),
+            offset: 0,
+            data_format: DataFormat::NHWC.raw(),
+            data_type: data_type.raw(),
+            data_category: DataCategory::IMAGE.raw(),
+            pixel_format: pixel.raw(),
+            pixel_mapping: PixelMapping::PITCH_LINEAR.raw(),
+            dims: [1, sf.c as i32, sf.h as i32, sf.w as i32],
+            strides: [sf.precision.bytes(), sf.line_stride, 0, 0, 0, 0, 0, 0],
+        };
+    }
     let atom = t.atom_of(sf.precision);
     let (data_type, pixel) = match sf.precision {
         Precision::Fp16 if atom == 8 => (DataType::HALF, PixelFormat::FEATURE_X8),
@@ -679,20 +699,32 @@ impl Ctx<'_> {
             let surf_slot = &mut surf_list[j * dla::SURFACE_CONTAINER_SIZE..];
             match (&p.ops[d.op].kind, d.ty) {
                 (HwOpKind::Conv(c), OpType::Conv) => {
-                    let (src, io) = self.cube(c.src);
+                    let (mut src, io) = self.cube(c.src);
                     cube_reloc(&mut relocs, io, j, 96);
                     let dst_s = p.surface(c.sdp.dst);
+                    if c.image.is_some() {
+                        // CDMA and CSC read every pixel's 4 components.
+                        src.channel = crate::lower::image::COMPONENTS as u16;
+                    }
                     // Winograd: CSC sees the extended input and 4x4 kernels, CDMA pads the
                     // input to it (docs/research/winograd.md §3).
-                    let (csc_in, kernel, kc, cmac, pad) = match &c.winograd {
-                        Some(g) => (
+                    // Image mode: kernels pre-extended to one column of 4 S channels.
+                    let (csc_in, kernel, kc, cmac, pad) = match (&c.winograd, &c.image) {
+                        (Some(g), _) => (
                             [g.ext[0] as u16, g.ext[1] as u16, g.ext[2] as u16],
                             [4u16, 4],
                             g.ext[2] as u16,
                             [g.out[1] as u16, g.out[0] as u16],
                             g.pad,
                         ),
-                        None => (
+                        (None, Some(m)) => (
+                            [src.width, src.height, src.channel],
+                            [1, c.kernel[0] as u16],
+                            m.kernel_channels as u16,
+                            [c.out[1] as u16, c.out[0] as u16],
+                            c.pad,
+                        ),
+                        _ => (
                             [src.width, src.height, src.channel],
                             [c.kernel[1] as u16, c.kernel[0] as u16],
                             c.channels as u16,
@@ -709,7 +741,15 @@ impl Ctx<'_> {
                         data_reuse: u8::from(c.data_reuse),
                         skip_data_rls: u8::from(c.skip_data_release),
                         entry_per_slice: c.entries_per_slice as u16,
-                        data_format: dla::DataFormat::Feature.raw(),
+                        data_format: match (&c.image, t.precision) {
+                            (None, _) => dla::DataFormat::Feature.raw(),
+                            (Some(_), Precision::Int8) => dla::DataFormat::A8B8G8R8.raw(),
+                            (Some(_), Precision::Fp16) => dla::DataFormat::A16B16G16R16F.raw(),
+                        },
+                        // Image components are the int8 values themselves (signed), as in
+                        // NVIDIA's nhwc loadables; post-extension is coded as its half.
+                        pixel_override: u8::from(c.image.is_some()),
+                        post_extension: c.image.map_or(0, |m| (m.y_ext / 2) as u8),
                         pixel_mapping: 0,
                         fetch_grain: 1,
                         batch: 1,

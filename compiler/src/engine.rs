@@ -68,6 +68,10 @@ pub struct Surface {
     /// Batch items held back to back (network inputs and outputs of a batch > 1, whose
     /// items the operations read and write through views; `size` covers all of them).
     pub batch: u32,
+    /// A pitch-linear image of 4 components per pixel (`A8B8G8R8` in int8,
+    /// `A16B16G16R16_F` in fp16) instead of a feature cube: a network input read in image
+    /// mode ([`crate::lower::image`]).
+    pub pixel: bool,
 }
 
 impl Surface {
@@ -198,6 +202,8 @@ pub struct ConvOp {
     pub skip_data_release: bool,
     /// Winograd mode (`None`: direct convolution).
     pub winograd: Option<Winograd>,
+    /// Image-mode input (`None`: feature input).
+    pub image: Option<crate::lower::image::ImageConv>,
     /// The SDP operation fed on the fly.
     pub sdp: SdpOp,
 }

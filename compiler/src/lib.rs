@@ -81,6 +81,7 @@ pub(crate) fn compile_calibrated(
     let settings = lower::Settings {
         cpu_fallback: opts.cpu_fallback,
         winograd: opts.winograd,
+        image_input: opts.image_input,
     };
     let mut program = lower::lower_with(&graph, target, &quant, settings)?;
     plan::plan(&mut program, target, !opts.keep_activations);

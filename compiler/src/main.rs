@@ -34,12 +34,20 @@ struct Args {
     /// refusing them; the loadable then needs a runtime with the CPU fallback operations.
     #[arg(long = "cpu-fallback")]
     cpu_fallback: bool,
-    /// Optimize for cycles on the accelerator: every optimization below (today
-    /// --winograd). Outputs stay within the precision's tolerance, not bit-equal.
+    /// Optimize for cycles on the accelerator: --image-input, and --winograd in fp16 (int8
+    /// Winograd costs accuracy: only with --winograd). Outputs stay within the precision's
+    /// tolerance, not bit-equal.
     #[arg(short = 'O', long = "optimize")]
     optimize: bool,
+    /// A network input read by one convolution of at most 4 channels (an image network's
+    /// first layer) becomes a pitch-linear image (A8B8G8R8 in int8, A16B16G16R16_F in
+    /// fp16) that the convolution reads in image mode, 4 S channels per kernel row
+    /// instead of one tap per cycle; nvdla-runtime fills it from the same inputs.
+    #[arg(long = "image-input")]
+    image_input: bool,
     /// 3x3 stride-1 convolutions in Winograd mode where the build has it (nv_full):
-    /// 2.25x fewer multiplies on the layers that take it.
+    /// 2.25x fewer multiplies on the layers that take it, 16/9 of their weight bytes; in
+    /// int8 the input tiles lose two bits (PRA_TRUNCATE 2).
     #[arg(long)]
     winograd: bool,
     /// Output: a directory (writes `<profile>.nvdla` in it) or a `.nvdla` file.
@@ -233,7 +241,11 @@ fn run(a: &Args) -> Result<(), CompileError> {
     opts.keep_activations = a.compare.is_some();
     opts.normalize = a.normalize;
     opts.per_filter = a.quantization_mode == "per-filter";
-    opts.winograd = a.winograd || a.optimize;
+    opts.winograd = a.winograd;
+    opts.image_input = a.image_input;
+    if a.optimize {
+        opts.optimize();
+    }
     opts.calib_method = if a.calib_method == "max-abs" {
         RangeMethod::MaxAbs
     } else {

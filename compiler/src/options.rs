@@ -68,9 +68,24 @@ pub struct Options {
     /// (`--winograd`, part of `-O`): 2.25x fewer multiplies, outputs within the
     /// precision's tolerance of direct convolution rather than equal to it.
     pub winograd: bool,
+    /// A network input whose one reader is a convolution of at most 4 channels becomes
+    /// a pitch-linear image read in image mode (`--image-input`, part of `-O`;
+    /// [`crate::lower::image`]): the loadable's input is `A8B8G8R8` (int8) or
+    /// `A16B16G16R16_F` (fp16), which the runtime fills from the same arrays and images.
+    pub image_input: bool,
 }
 
 impl Options {
+    /// Every optimization for cycles on the accelerator (`-O`) that keeps the precision's
+    /// accuracy: image-mode input, and Winograd convolution in fp16. int8 Winograd (only
+    /// with [`Options::winograd`] set explicitly) loses two bits of each input tile
+    /// (`PRA_TRUNCATE`): ResNet-50's output cosine to fp32 falls from 0.982 to 0.978,
+    /// GoogLeNet's from 0.965 to 0.948 (docs/compiler.md, "Winograd").
+    pub fn optimize(&mut self) {
+        self.winograd = self.target.precision == Precision::Fp16;
+        self.image_input = true;
+    }
+
     /// The defaults of the command line for `target`: no calibration, per-kernel weight
     /// scales, no preprocessing, `normalize` 1.
     pub fn new(target: Target) -> Self {
@@ -86,6 +101,7 @@ impl Options {
             input_scale: None,
             per_filter: false,
             winograd: false,
+            image_input: false,
         }
     }
 

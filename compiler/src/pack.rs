@@ -93,6 +93,42 @@ pub fn winograd_weights(
     out
 }
 
+/// Pre-extended image-mode weights `w[k][kc][r]` (`kernels x kernel_channels x rows`, one
+/// column; [`crate::lower::image::pre_extend`]) for post-extension `y_ext`: as
+/// [`conv_weights`] for 1; else in each kernel group, per MAC operation of `y_ext` rows
+/// (the last one the rows left), the group's kernels, each with its rows of `kc` channels
+/// (nvdla/sw `postChnlExtWtsForIMG`; the order the VP's CDMA reads). Padded to 128 bytes.
+pub fn image_weights(
+    t: &Target,
+    w: &[f32],
+    kernels: usize,
+    kc: usize,
+    rows: usize,
+    y_ext: usize,
+) -> Vec<u8> {
+    if y_ext <= 1 {
+        return conv_weights(t, w, kernels, kc, rows, 1);
+    }
+    let p = t.precision;
+    let group = t.kernels_per_group() as usize;
+    let mut out = Vec::with_capacity(w.len() * p.bytes() as usize + 128);
+    for g0 in (0..kernels).step_by(group) {
+        for r0 in (0..rows).step_by(y_ext) {
+            let r1 = (r0 + y_ext).min(rows);
+            for k in g0..(g0 + group).min(kernels) {
+                for r in r0..r1 {
+                    for e in 0..kc {
+                        push(&mut out, w[(k * kc + e) * rows + r], p);
+                    }
+                }
+            }
+        }
+    }
+    let padded = out.len().next_multiple_of(128);
+    out.resize(padded, 0);
+    out
+}
+
 /// Per-channel operand data: one value (or an ALU, MUL pair) per channel, `C` elements
 /// packed, padded to whole memory atoms.
 pub fn per_channel(t: &Target, alu: Option<&[f32]>, mul: Option<&[f32]>) -> Vec<u8> {

@@ -47,6 +47,9 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 /// Convolutions compiled in Winograd mode (counted to show the coverage).
 static WINOGRAD_LAYERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
+/// Builds whose input is an image (counted to show the coverage).
+static IMAGE_INPUTS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 /// Networks per run unless `NVDLA_RANDOM_NETWORKS` says otherwise.
 const DEFAULT_COUNT: u64 = 300;
 /// fp16: largest error relative to the largest reference magnitude.
@@ -345,8 +348,8 @@ fn run(
     cal: &Calibration,
     input: &[f32],
 ) -> Result<Vec<f32>, (Outcome, String)> {
-    let (config, winograd) = match config.split_once('+') {
-        Some((c, "winograd")) => (c, true),
+    let (config, optimize) = match config.split_once('+') {
+        Some((c, "O")) => (c, true),
         _ => (config, false),
     };
     let hw = nvdla_hw::Config::by_name(config).expect("known configuration");
@@ -364,7 +367,8 @@ fn run(
             g.clone(),
             &nvdla_compiler::Options {
                 keep_activations: true,
-                winograd,
+                winograd: optimize,
+                image_input: optimize,
                 ..nvdla_compiler::Options::with_quant(target, &quant)
             },
         )
@@ -372,7 +376,8 @@ fn run(
         nvdla_compiler::compile_graph(
             g.clone(),
             &nvdla_compiler::Options {
-                winograd,
+                winograd: optimize,
+                image_input: optimize,
                 ..nvdla_compiler::Options::with_quant(target, &quant)
             },
         )
@@ -393,6 +398,9 @@ fn run(
         })
         .count();
     WINOGRAD_LAYERS.fetch_add(wino, std::sync::atomic::Ordering::Relaxed);
+    if compiled.program.surface(compiled.program.inputs[0]).pixel {
+        IMAGE_INPUTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
     let fail = |e: String| (Outcome::Fail, e);
     // What `nvdla-loadable check` says of the loadable: no cube outside its buffer and no
     // warning (an activation the hardware would drop, biases quantized to zero).
@@ -412,7 +420,10 @@ fn run(
     let s = g.shape(g.inputs[0]);
     let atom = hw.memory_atomic as usize;
     let int8 = precision == Precision::Int8;
-    let data = if int8 {
+    let data = if common::is_image(&ti) {
+        let scale = compiled.program.surface(compiled.program.inputs[0]).scale;
+        common::image_input(input, &ti, int8.then_some(scale))
+    } else if int8 {
         let scale = compiled.program.surface(compiled.program.inputs[0]).scale;
         to_surface_i8(input, (s.c, s.h, s.w), atom, ti.size as usize, scale)
     } else {
@@ -661,11 +672,11 @@ fn judge(precision: Precision, got: &[f32], want: &[f32], cost: f32) -> (Outcome
     )
 }
 
-/// Every configuration NVIDIA published, and nv_full with Winograd convolution
-/// (`--winograd`).
+/// Every configuration NVIDIA published, and nv_full with the optimizations of `-O`
+/// (Winograd convolution, image-mode input).
 const CONFIGS: [&str; 8] = [
     "nv_full",
-    "nv_full+winograd",
+    "nv_full+O",
     "nv_large",
     "nv_medium_1024_full",
     "nv_medium_512",
@@ -799,8 +810,9 @@ fn random_networks_compile_and_match_the_reference_on_every_configuration() {
         unsupported.join("\n")
     );
     eprintln!(
-        "{} convolutions in Winograd mode",
-        WINOGRAD_LAYERS.load(std::sync::atomic::Ordering::Relaxed)
+        "{} convolutions in Winograd mode, {} builds with an image input",
+        WINOGRAD_LAYERS.load(std::sync::atomic::Ordering::Relaxed),
+        IMAGE_INPUTS.load(std::sync::atomic::Ordering::Relaxed)
     );
     eprintln!(
         "{pass} passed, {} failed, {} unsupported",

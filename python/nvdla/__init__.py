@@ -78,7 +78,8 @@ def compile(model, config="nv_full", precision="fp16", calibration=None, cpu_fal
     cpu_fallback: operators no NVDLA engine runs go to the CPU (partitions).
     input_shapes: {name: shape} fixing an ONNX model's symbolic input dimensions.
     optimize: optimize for cycles on the accelerator (the compiler's -O: Winograd
-    convolution where the build has it); outputs stay within the precision's tolerance.
+    convolution and image-mode input where the build has them); outputs stay within the
+    precision's tolerance.
     """
     label = "model"
     if isinstance(model, (str, os.PathLike)):

@@ -93,7 +93,9 @@ fn compile<'py>(
         .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
     opts.cpu_fallback = cpu_fallback;
     opts.per_filter = per_filter;
-    opts.winograd = optimize;
+    if optimize {
+        opts.optimize();
+    }
     opts.input_shapes = input_shapes.unwrap_or_default();
     if let Some(c) = calibration {
         opts.calibration = if let Ok(text) = c.extract::<String>() {

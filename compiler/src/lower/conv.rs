@@ -1,6 +1,6 @@
 //! Convolutions and fully connected layers: CONV+SDP operations.
 
-use super::{layer_err, winograd, Lowering};
+use super::{image, layer_err, winograd, Lowering};
 use crate::engine::*;
 use crate::error::Result;
 use crate::pack;
@@ -316,18 +316,51 @@ impl Lowering<'_> {
         if spec.dilation.iter().any(|&v| v == 0 || v > 32) {
             return Err(layer_err(n, "dilation must be 1..=32"));
         }
-        if spec.accumulate.is_none() {
+        // An image input (lower::image_input chose it for this reader).
+        let img = if s.pixel {
+            let plan = image::plan(
+                &t,
+                [s.c, s.h, s.w],
+                spec.kernel,
+                spec.stride,
+                spec.pad,
+                spec.dilation,
+                1,
+            );
+            if plan.is_none() || spec.accumulate.is_some() {
+                return Err(layer_err(
+                    n,
+                    "internal: an image input read by a convolution without image mode",
+                ));
+            }
+            plan
+        } else {
+            None
+        };
+        if spec.accumulate.is_none() && img.is_none() {
             if let Some(parts) = self.channel_parts(&spec, &s) {
                 return self.emit_conv_by_channels(i, spec, &parts);
             }
         }
         let wino = self.winograd_plan(n, &spec);
-        // Winograd multiplies 4x4 tiles G g Gᵀ of each kernel channel.
-        let tiles = wino.map(|_| winograd::transform_weights(&spec.weights));
-        let weights_in = tiles.as_deref().unwrap_or(&spec.weights);
-        let bpk = match &wino {
-            Some(g) => 16 * g.ext[2] * t.bpe(),
-            None => kh * kw * s.c * t.bpe(),
+        // Winograd multiplies 4x4 tiles G g Gᵀ of each kernel channel; image mode takes
+        // a kernel row as one vector of 4 components per pixel.
+        let transformed = match (&wino, &img) {
+            (Some(_), _) => Some(winograd::transform_weights(&spec.weights)),
+            (None, Some(_)) => Some(image::pre_extend(
+                &spec.weights,
+                spec.kernels as usize,
+                s.c as usize,
+                kh as usize,
+                kw as usize,
+            )),
+            _ => None,
+        };
+        let weights_in = transformed.as_deref().unwrap_or(&spec.weights);
+        let bpk = match (&wino, &img) {
+            (Some(g), _) => 16 * g.ext[2] * t.bpe(),
+            (None, Some(m)) => kh * m.kernel_channels * t.bpe(),
+            _ => kh * kw * s.c * t.bpe(),
         };
         // int8: weights in units of a scale per output channel (per-filter) or one per
         // layer (per-kernel); the accumulator's unit is input scale x weight scale (x
@@ -366,15 +399,23 @@ impl Lowering<'_> {
         } else {
             weights_in
         };
-        let packed = match &wino {
-            Some(g) => pack::winograd_weights(
+        let packed = match (&wino, &img) {
+            (Some(g), _) => pack::winograd_weights(
                 &t,
                 values,
                 spec.kernels as usize,
                 s.c as usize,
                 g.ext[2] as usize,
             ),
-            None => pack::conv_weights(
+            (None, Some(m)) => pack::image_weights(
+                &t,
+                values,
+                spec.kernels as usize,
+                m.kernel_channels as usize,
+                kh as usize,
+                m.y_ext as usize,
+            ),
+            _ => pack::conv_weights(
                 &t,
                 values,
                 spec.kernels as usize,
@@ -383,9 +424,10 @@ impl Lowering<'_> {
                 kw as usize,
             ),
         };
-        let eps = match &wino {
-            Some(g) => winograd::entries_per_row(&t, g),
-            None => t.entries_per_slice(s.w, s.c),
+        let eps = match (&wino, &img) {
+            (Some(g), _) => winograd::entries_per_row(&t, g),
+            (None, Some(m)) => m.entries_per_slice,
+            _ => t.entries_per_slice(s.w, s.c),
         };
         let banks = t.hw.cbuf_banks;
         let total_w = t.banks_for_weights(spec.kernels, bpk);
@@ -415,7 +457,8 @@ impl Lowering<'_> {
         let fetched = |r: u32| if r >= out_h { s.h } else { span(r).min(s.h) };
         let fits = |r: u32| data_banks_for(fetched(r)) + min_w <= banks;
         // Winograd: one operation over the extended input (winograd_plan checked the fit).
-        let chunk = if wino.is_some() || data_banks_for(s.h) + min_w <= banks {
+        // Image mode: one operation too (image::plan checked the fit).
+        let chunk = if wino.is_some() || img.is_some() || data_banks_for(s.h) + min_w <= banks {
             out_h
         } else {
             let mut r = out_h;
@@ -593,6 +636,7 @@ impl Lowering<'_> {
                     data_reuse: false,
                     skip_data_release: false,
                     winograd: wino,
+                    image: img,
                     sdp: SdpOp {
                         src: None,
                         dst: out,

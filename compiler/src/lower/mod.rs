@@ -11,6 +11,7 @@ mod conv;
 mod cpu;
 mod deconv;
 mod elementwise;
+pub mod image;
 mod lrn;
 mod pool;
 mod prepare;
@@ -61,6 +62,8 @@ pub struct Settings {
     pub cpu_fallback: bool,
     /// Winograd convolution where it applies ([`crate::Options::winograd`]).
     pub winograd: bool,
+    /// Image-mode input where it applies ([`crate::Options::image_input`]).
+    pub image_input: bool,
 }
 
 /// Lower `g` for `t`.
@@ -121,6 +124,12 @@ pub fn lower_with(g: &Graph, t: &Target, q: &Quant<'_>, settings: Settings) -> R
         l.p.inputs.push(s);
     }
     let batch = g.inputs.first().map_or(1, |&i| g.shape(i).n);
+    if settings.image_input && batch == 1 {
+        for (i, &input) in g.inputs.iter().enumerate() {
+            let id = l.p.inputs[i];
+            l.image_input(input, id);
+        }
+    }
     if batch == 1 {
         for i in 0..g.nodes.len() {
             if !l.done[i] {
@@ -204,6 +213,41 @@ fn layer_err(n: &Node, reason: impl Into<String>) -> CompileError {
 }
 
 impl Lowering<'_> {
+    /// Makes network input `tid` (surface `id`) an image when its one reader is a
+    /// convolution that reads it in image mode ([`image::plan`]).
+    fn image_input(&mut self, tid: TensorId, id: SurfId) {
+        let g = self.g;
+        let consumers = g.consumers(tid);
+        let [reader] = consumers.as_slice() else {
+            return;
+        };
+        let n = &g.nodes[reader.0];
+        let Op::Conv(c) = &n.op else { return };
+        if n.inputs.first() != Some(&tid) {
+            return;
+        }
+        let s = self.p.surface(id);
+        let w = c.window;
+        let plan = image::plan(
+            self.t,
+            [s.c, s.h, s.w],
+            w.kernel.map(|v| v as u32),
+            w.stride.map(|v| v as u32),
+            w.pad.map(|v| v as u32),
+            w.dilation.map(|v| v as u32),
+            c.groups,
+        );
+        if plan.is_none() {
+            return;
+        }
+        let line = image::line_stride(self.t, s.w);
+        let s = &mut self.p.surfaces[id.0];
+        s.pixel = true;
+        s.line_stride = line;
+        s.surf_stride = 0;
+        s.size = line * s.h;
+    }
+
     /// Creates the surface for tensor `tid`.
     fn new_surface(&mut self, tid: TensorId, kind: SurfKind) -> SurfId {
         let shape = self.g.shape(tid);
@@ -258,6 +302,7 @@ impl Lowering<'_> {
             offset: 0,
             scale: 1.0,
             batch: 1,
+            pixel: false,
         }
     }
 

@@ -97,6 +97,7 @@ impl Lowering<'_> {
         let t = self.t;
         let s = self.p.surface(spec.src);
         if !(self.winograd && t.hw.features.winograd && t.cbuf_entry_bytes() == 128)
+            || s.pixel
             || spec.kernel != [3, 3]
             || spec.stride != [1, 1]
             || spec.dilation != [1, 1]

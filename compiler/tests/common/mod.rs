@@ -93,6 +93,8 @@ pub struct Extra {
     pub cpu_fallback: bool,
     /// [`nvdla_compiler::Options::winograd`].
     pub winograd: bool,
+    /// [`nvdla_compiler::Options::image_input`].
+    pub image_input: bool,
 }
 
 impl Extra {
@@ -100,12 +102,14 @@ impl Extra {
     pub const CPU_FALLBACK: Extra = Extra {
         cpu_fallback: true,
         winograd: false,
+        image_input: false,
     };
 
     fn apply(self, o: nvdla_compiler::Options) -> nvdla_compiler::Options {
         nvdla_compiler::Options {
             cpu_fallback: self.cpu_fallback,
             winograd: self.winograd,
+            image_input: self.image_input,
             ..o
         }
     }
@@ -125,7 +129,11 @@ pub fn run_fp16_opts(g: &Graph, config: &str, input: &[f32], extra: Extra) -> (V
     let ti = rt.tensor(Direction::Input, 0).unwrap().clone();
     let s = g.shape(g.inputs[0]);
     let atom = hw.memory_atomic as usize;
-    let data = to_surface(input, s.c, s.h, s.w, atom, ti.size as usize);
+    let data = if is_image(&ti) {
+        image_input(input, &ti, None)
+    } else {
+        to_surface(input, s.c, s.h, s.w, atom, ti.size as usize)
+    };
     rt.write_input(dev.as_mut(), 0, &data).unwrap();
     rt.run(dev.as_mut(), &RunOptions::default(), &mut |_| {})
         .unwrap_or_else(|e| panic!("{e}"));
@@ -143,6 +151,20 @@ pub fn run_fp16_opts(g: &Graph, config: &str, input: &[f32], extra: Extra) -> (V
         to.strides[2] as usize,
     );
     (got, want)
+}
+
+/// Whether input tensor `t` is an image (the compiler's image-mode input).
+pub fn is_image(t: &nvdla_umd::runtime::TensorDesc) -> bool {
+    t.data_category == nvdla_loadable::DataCategory::IMAGE
+}
+
+/// NCHW values as the bytes of image input `t`, through the runtime's conversion
+/// (`nvdla-runtime --input`); int8 with `scale`.
+pub fn image_input(v: &[f32], t: &nvdla_umd::runtime::TensorDesc, scale: Option<f32>) -> Vec<u8> {
+    let d = t.dims;
+    let shape = vec![1, d.c as u64, d.h as u64, d.w as u64];
+    let host = nvdla_umd::tensor::HostTensor::from_f32(shape, v).unwrap();
+    nvdla_umd::tensor::host_to_input(&host, t, scale).unwrap()
 }
 
 /// Largest |got - want| relative to the largest |want| (at least 1).
@@ -240,7 +262,11 @@ pub fn run_int8_opts(
     let s = g.shape(g.inputs[0]);
     let atom = hw.memory_atomic as usize;
     let in_scale = compiled.program.surface(compiled.program.inputs[0]).scale;
-    let data = to_surface_i8(input, (s.c, s.h, s.w), atom, ti.size as usize, in_scale);
+    let data = if is_image(&ti) {
+        image_input(input, &ti, Some(in_scale))
+    } else {
+        to_surface_i8(input, (s.c, s.h, s.w), atom, ti.size as usize, in_scale)
+    };
     rt.write_input(dev.as_mut(), 0, &data).unwrap();
     rt.run(dev.as_mut(), &RunOptions::default(), &mut |_| {})
         .unwrap_or_else(|e| panic!("{e}"));

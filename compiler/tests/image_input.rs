@@ -1,0 +1,170 @@
+//! Image-mode input (`--image-input`): a first convolution of at most 4 channels reads
+//! its input as a pitch-linear image of 4 components per pixel, with pre-extended kernels
+//! and post-extension, on nv_full in fp16 and int8; run on the virtual platform (whose
+//! image path passes NVIDIA's nhwc loadables) and compared with the feature-mode build
+//! and the fp32 reference.
+
+mod common;
+
+use common::*;
+use nvdla_compiler::engine::HwOpKind;
+use nvdla_compiler::ir::*;
+use nvdla_compiler::target::{Precision, Target};
+
+/// A network of input `c x size x size`, a `kh x kw` convolution with stride `stride` and
+/// padding `pad` to 24 channels with ReLU, then a 3x3 convolution to 8.
+fn network(c: usize, size: usize, k: [usize; 2], stride: usize, pad: usize) -> Graph {
+    let mut rng = Rng(0x1a6e + (c * 100 + k[0] * 10 + k[1]) as u64);
+    let (mut g, x) = graph(c, size, size);
+    let conv =
+        |g: &mut Graph, rng: &mut Rng, name: &str, x: TensorId, out, k: [usize; 2], st, pad| {
+            let s = g.shape(x);
+            let n = out * s.c * k[0] * k[1];
+            let scale = 1.0 / ((s.c * k[0] * k[1]) as f32).sqrt();
+            let op = Op::Conv(Conv {
+                window: Window {
+                    kernel: k,
+                    stride: [st, st],
+                    pad: [pad; 4],
+                    dilation: [1, 1],
+                },
+                groups: 1,
+                out_channels: out,
+                weight: Weights::new(vec![out, s.c, k[0], k[1]], rng.vec(n, scale)).unwrap(),
+                bias: Some(Weights::vector(rng.vec(out, 0.5))),
+            });
+            let oh = (s.h + 2 * pad - k[0]) / st + 1;
+            let ow = (s.w + 2 * pad - k[1]) / st + 1;
+            let t = g.add_tensor(name, Shape::new(1, out, oh, ow));
+            g.add_node(Node {
+                name: name.into(),
+                source_type: "Convolution".into(),
+                op,
+                inputs: vec![x],
+                outputs: vec![t],
+            });
+            t
+        };
+    let a = conv(&mut g, &mut rng, "stem", x, 24, k, stride, pad);
+    let s = g.shape(a);
+    let r = g.add_tensor("stem_relu", s);
+    g.add_node(Node {
+        name: "stem_relu".into(),
+        source_type: "ReLU".into(),
+        op: Op::Activation(Activation::Relu { slope: 0.0 }),
+        inputs: vec![a],
+        outputs: vec![r],
+    });
+    let b = conv(&mut g, &mut rng, "head", r, 8, [3, 3], 1, 1);
+    g.outputs.push(b);
+    g
+}
+
+/// The networks: ResNet's 7x7/2 stem (post-extension 2), a grey 5x5 (LeNet's, 2), a 3x3
+/// stride 1 (4), a 2-wide kernel at stride 3 (none: the stride exceeds the kernel).
+fn networks() -> Vec<(&'static str, Graph, u32)> {
+    vec![
+        ("7x7/2 on 3x40x40", network(3, 40, [7, 7], 2, 3), 2),
+        ("5x5 on 1x28x28", network(1, 28, [5, 5], 1, 0), 2),
+        ("3x3 on 3x17x17", network(3, 17, [3, 3], 1, 1), 4),
+        ("3x2/3 on 4x20x20", network(4, 20, [3, 2], 3, 1), 1),
+    ]
+}
+
+/// The post-extension of each image-mode convolution of `g`'s build.
+fn image_convs(g: &Graph, precision: Precision) -> Vec<u32> {
+    use nvdla_compiler::quant::{Calibration, RangeMethod};
+    let input = Rng(3).vec(g.shape(g.inputs[0]).elements(), 1.0);
+    let values = nvdla_compiler::reference::run(g, &[(g.inputs[0], input)]).unwrap();
+    let cal = Calibration::from_activations(&values, RangeMethod::MaxAbs);
+    let t = Target::new(&nvdla_hw::NV_FULL, precision).unwrap();
+    let quant = nvdla_compiler::lower::Quant {
+        cal: (precision == Precision::Int8).then_some(&cal),
+        per_filter: true,
+        input_scale: 1.0,
+    };
+    let opts = nvdla_compiler::Options {
+        image_input: true,
+        ..nvdla_compiler::Options::with_quant(t, &quant)
+    };
+    let c = nvdla_compiler::compile_graph(g.clone(), &opts).unwrap();
+    c.program
+        .ops
+        .iter()
+        .filter_map(|op| match &op.kind {
+            HwOpKind::Conv(c) => c.image.map(|m| m.y_ext),
+            _ => None,
+        })
+        .collect()
+}
+
+const IMAGE: Extra = Extra {
+    cpu_fallback: false,
+    winograd: false,
+    image_input: true,
+};
+
+#[test]
+fn first_convolutions_read_images_with_their_post_extension() {
+    for (what, g, y_ext) in networks() {
+        for p in [Precision::Fp16, Precision::Int8] {
+            assert_eq!(image_convs(&g, p), [y_ext], "{what} {p:?}");
+        }
+    }
+}
+
+#[test]
+fn int8_image_mode_equals_feature_mode() {
+    // Integer products and sums are exact in either order: the same bytes.
+    for (what, g, _) in networks() {
+        let input = Rng(17).vec(g.shape(g.inputs[0]).elements(), 1.0);
+        for per_filter in [true, false] {
+            let (image, want) = run_int8_opts(&g, "nv_full", &input, per_filter, IMAGE);
+            let (feature, _) = run_int8(&g, "nv_full", &input, per_filter);
+            assert_eq!(image, feature, "{what} per-filter={per_filter}");
+            let err = max_rel_err(&image, &want);
+            assert!(err <= 0.04, "{what}: int8 error {err}");
+        }
+    }
+}
+
+#[test]
+fn fp16_image_mode_matches_the_reference() {
+    for (what, g, _) in networks() {
+        let input = Rng(19).vec(g.shape(g.inputs[0]).elements(), 1.0);
+        let (got, want) = run_fp16_opts(&g, "nv_full", &input, IMAGE);
+        let (feature, _) = run_fp16(&g, "nv_full", &input);
+        let err = max_rel_err(&got, &want);
+        eprintln!(
+            "{what}: image {err:.2e}, feature {:.2e}",
+            max_rel_err(&feature, &want)
+        );
+        assert!(err <= 4e-3, "{what}: fp16 error {err}");
+    }
+}
+
+#[test]
+fn inputs_with_other_readers_or_channels_stay_features() {
+    // 8 channels; a build whose MAC cells take 8 channels (nv_small).
+    let g = network(8, 16, [3, 3], 1, 1);
+    assert!(image_convs(&g, Precision::Fp16).is_empty());
+    let g = network(3, 16, [3, 3], 1, 1);
+    let t = Target::new(&nvdla_hw::NV_SMALL, Precision::Int8).unwrap();
+    let input = Rng(3).vec(g.shape(g.inputs[0]).elements(), 1.0);
+    let values = nvdla_compiler::reference::run(&g, &[(g.inputs[0], input)]).unwrap();
+    let cal = nvdla_compiler::quant::Calibration::from_activations(
+        &values,
+        nvdla_compiler::quant::RangeMethod::MaxAbs,
+    );
+    let quant = nvdla_compiler::lower::Quant {
+        cal: Some(&cal),
+        per_filter: true,
+        input_scale: 1.0,
+    };
+    let opts = nvdla_compiler::Options {
+        image_input: true,
+        ..nvdla_compiler::Options::with_quant(t, &quant)
+    };
+    let c = nvdla_compiler::compile_graph(g, &opts).unwrap();
+    assert!(!c.program.surface(c.program.inputs[0]).pixel);
+}
