@@ -61,9 +61,15 @@ fn network(c: usize, size: usize, k: [usize; 2], stride: usize, pad: usize) -> G
 }
 
 /// The networks: ResNet's 7x7/2 stem (post-extension 2), a grey 5x5 (LeNet's, 2), a 3x3
-/// stride 1 (4), a 2-wide kernel at stride 3 (none: the stride exceeds the kernel).
+/// stride 1 (4), a 2-wide kernel at stride 3 (none: the stride exceeds the kernel), a
+/// 3x3/2 on a 480x480 image, read in row chunks (30 CBUF banks in int8, 58 in fp16).
 fn networks() -> Vec<(&'static str, Graph, u32)> {
     vec![
+        (
+            "3x3/2 on 3x480x480, row chunks",
+            network(3, 480, [3, 3], 2, 1),
+            4,
+        ),
         ("7x7/2 on 3x40x40", network(3, 40, [7, 7], 2, 3), 2),
         ("5x5 on 1x28x28", network(1, 28, [5, 5], 1, 0), 2),
         ("3x3 on 3x17x17", network(3, 17, [3, 3], 1, 1), 4),
@@ -108,7 +114,12 @@ const IMAGE: Extra = Extra {
 fn first_convolutions_read_images_with_their_post_extension() {
     for (what, g, y_ext) in networks() {
         for p in [Precision::Fp16, Precision::Int8] {
-            assert_eq!(image_convs(&g, p), [y_ext], "{what} {p:?}");
+            let convs = image_convs(&g, p);
+            assert!(
+                !convs.is_empty() && convs.iter().all(|&y| y == y_ext),
+                "{what} {p:?}"
+            );
+            assert_eq!(convs.len() > 1, what.contains("chunks"), "{what} {p:?}");
         }
     }
 }
@@ -121,8 +132,15 @@ fn int8_image_mode_equals_feature_mode() {
         for per_filter in [true, false] {
             let (image, want) = run_int8_opts(&g, "nv_full", &input, per_filter, IMAGE);
             let (feature, _) = run_int8(&g, "nv_full", &input, per_filter);
-            assert_eq!(image, feature, "{what} per-filter={per_filter}");
             let err = max_rel_err(&image, &want);
+            let differ = image.iter().zip(&feature).filter(|(a, b)| a != b).count();
+            assert!(
+                differ == 0,
+                "{what} per-filter={per_filter}: {differ} of {} values differ from feature \
+                 mode (error {err:.2e}, feature {:.2e})",
+                image.len(),
+                max_rel_err(&feature, &want)
+            );
             assert!(err <= 0.04, "{what}: int8 error {err}");
         }
     }

@@ -422,7 +422,7 @@ fn run(
     let int8 = precision == Precision::Int8;
     let data = if common::is_image(&ti) {
         let scale = compiled.program.surface(compiled.program.inputs[0]).scale;
-        common::image_input(input, &ti, int8.then_some(scale))
+        common::host_input(input, &ti, int8.then_some(scale))
     } else if int8 {
         let scale = compiled.program.surface(compiled.program.inputs[0]).scale;
         to_surface_i8(input, (s.c, s.h, s.w), atom, ti.size as usize, scale)

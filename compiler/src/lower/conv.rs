@@ -457,8 +457,7 @@ impl Lowering<'_> {
         let fetched = |r: u32| if r >= out_h { s.h } else { span(r).min(s.h) };
         let fits = |r: u32| data_banks_for(fetched(r)) + min_w <= banks;
         // Winograd: one operation over the extended input (winograd_plan checked the fit).
-        // Image mode: one operation too (image::plan checked the fit).
-        let chunk = if wino.is_some() || img.is_some() || data_banks_for(s.h) + min_w <= banks {
+        let chunk = if wino.is_some() || data_banks_for(s.h) + min_w <= banks {
             out_h
         } else {
             let mut r = out_h;
@@ -573,9 +572,15 @@ impl Lowering<'_> {
                     x: 0,
                     y,
                 };
+                // An image's window: lines of 4 components per pixel.
+                let line = if v.pixel {
+                    v.w * image::COMPONENTS * t.bpe()
+                } else {
+                    v.w * t.atom()
+                };
                 v.size = v.c.div_ceil(t.channels_per_atom()).saturating_sub(1) * v.surf_stride
                     + (h - 1) * v.line_stride
-                    + v.w * t.atom();
+                    + line;
                 v.h = h;
                 p.add_surface(v)
             };

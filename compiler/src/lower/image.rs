@@ -33,8 +33,6 @@ pub struct ImageConv {
     pub kernel_channels: u32,
     /// CBUF entries of one padded input line.
     pub entries_per_slice: u32,
-    /// CBUF banks for the whole input.
-    pub data_banks: u32,
 }
 
 /// Bytes between lines of a `w`-pixel image surface of the target's precision.
@@ -46,8 +44,8 @@ pub fn line_stride(t: &Target, w: u32) -> u32 {
 /// `[top, left, bottom, right]`) of a `[c, h, w]` network input, or `None` where it does
 /// not apply or does not pay: builds whose MAC cells take fewer than 32 channels
 /// (nv_small's 8 gain nothing), more than 4 input channels, groups, dilation, a
-/// pre-extended row wider than a MAC cell, or an input that does not fit the CBUF whole
-/// beside one kernel group.
+/// pre-extended row wider than a MAC cell, or a kernel whose rows do not fit the CBUF
+/// beside one kernel group (a larger input is read in row chunks, as in feature mode).
 pub fn plan(
     t: &Target,
     input: [u32; 3],
@@ -85,13 +83,12 @@ pub fn plan(
     };
     let [_, pl, _, pr] = pad;
     let eps = ((pl + w + pr) * COMPONENTS * t.bpe()).div_ceil(t.cbuf_entry_bytes());
-    let data_banks = (eps * h).div_ceil(t.cbuf_entries_per_bank());
+    let data_banks = (eps * kh.min(h)).div_ceil(t.cbuf_entries_per_bank());
     let weight_banks = t.min_banks_for_weights(kh * kc * t.bpe());
     (data_banks + weight_banks <= t.hw.cbuf_banks).then_some(ImageConv {
         y_ext,
         kernel_channels: kc,
         entries_per_slice: eps,
-        data_banks,
     })
 }
 
@@ -142,9 +139,9 @@ mod tests {
         // nv_small: 8 channels per MAC cell.
         let small = Target::new(&nvdla_hw::NV_SMALL, Precision::Int8).unwrap();
         assert!(conv(&small, 3, 32, [3, 3], 1).is_none());
-        // Too many channels, too large an input, groups.
+        // Too many channels, groups; a large input is read in row chunks.
         assert!(conv(&t, 5, 32, [3, 3], 1).is_none());
-        assert!(conv(&t, 3, 1024, [3, 3], 1).is_none());
+        assert!(conv(&t, 3, 1024, [3, 3], 1).is_some());
         assert!(plan(&t, [3, 32, 32], [3, 3], [1, 1], [1; 4], [1, 1], 3).is_none());
     }
 

@@ -130,7 +130,7 @@ pub fn run_fp16_opts(g: &Graph, config: &str, input: &[f32], extra: Extra) -> (V
     let s = g.shape(g.inputs[0]);
     let atom = hw.memory_atomic as usize;
     let data = if is_image(&ti) {
-        image_input(input, &ti, None)
+        host_input(input, &ti, None)
     } else {
         to_surface(input, s.c, s.h, s.w, atom, ti.size as usize)
     };
@@ -158,9 +158,9 @@ pub fn is_image(t: &nvdla_umd::runtime::TensorDesc) -> bool {
     t.data_category == nvdla_loadable::DataCategory::IMAGE
 }
 
-/// NCHW values as the bytes of image input `t`, through the runtime's conversion
-/// (`nvdla-runtime --input`); int8 with `scale`.
-pub fn image_input(v: &[f32], t: &nvdla_umd::runtime::TensorDesc, scale: Option<f32>) -> Vec<u8> {
+/// NCHW values as the bytes of input `t` (a feature cube or an image), through the
+/// runtime's conversion (`nvdla-runtime --input`); int8 with `scale`.
+pub fn host_input(v: &[f32], t: &nvdla_umd::runtime::TensorDesc, scale: Option<f32>) -> Vec<u8> {
     let d = t.dims;
     let shape = vec![1, d.c as u64, d.h as u64, d.w as u64];
     let host = nvdla_umd::tensor::HostTensor::from_f32(shape, v).unwrap();
@@ -262,11 +262,8 @@ pub fn run_int8_opts(
     let s = g.shape(g.inputs[0]);
     let atom = hw.memory_atomic as usize;
     let in_scale = compiled.program.surface(compiled.program.inputs[0]).scale;
-    let data = if is_image(&ti) {
-        image_input(input, &ti, Some(in_scale))
-    } else {
-        to_surface_i8(input, (s.c, s.h, s.w), atom, ti.size as usize, in_scale)
-    };
+    // Through the runtime's conversion (ties to even), feature and image inputs alike.
+    let data = host_input(input, &ti, Some(in_scale));
     rt.write_input(dev.as_mut(), 0, &data).unwrap();
     rt.run(dev.as_mut(), &RunOptions::default(), &mut |_| {})
         .unwrap_or_else(|e| panic!("{e}"));
