@@ -259,7 +259,6 @@ pub fn run_int8_opts(
     let mut dev = device(config);
     let mut rt = Runtime::load(dev.as_mut(), &compiled.loadable).unwrap();
     let ti = rt.tensor(Direction::Input, 0).unwrap().clone();
-    let s = g.shape(g.inputs[0]);
     let atom = hw.memory_atomic as usize;
     let in_scale = compiled.program.surface(compiled.program.inputs[0]).scale;
     // Through the runtime's conversion (ties to even), feature and image inputs alike.
