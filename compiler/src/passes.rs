@@ -35,11 +35,12 @@ pub type Pass = fn(&mut Graph) -> Result<bool>;
 /// The first error of a pass; [`CompileError::Network`] if a pass breaks the graph's
 /// invariants (a compiler bug) or the passes do not settle.
 pub fn run_all(g: &mut Graph) -> Result<bool> {
-    let passes: [(&str, Pass); 4] = [
+    let passes: [(&str, Pass); 5] = [
         ("canonicalize_affine", canonicalize_affine),
         ("remove_identities", remove_identities),
         ("merge_affine", merge_affine),
         ("fold_affine_into_conv", fold_affine_into_conv),
+        ("fold_scale_into_readers", fold_scale_into_readers),
     ];
     let mut any = false;
     for _ in 0..MAX_ROUNDS {
@@ -329,6 +330,76 @@ pub fn fold_affine_into_conv(g: &mut Graph) -> Result<bool> {
         changed = true;
         // A second affine after this one has been merged already or will be next round;
         // look at node i again anyway.
+    }
+    Ok(changed)
+}
+
+/// Fold a per-channel scale without bias (`--scale` preprocessing, Caffe's `Scale` layer
+/// without `bias_term`) into the convolutions that read its output: `conv(s · x, W) =
+/// conv(x, W · s)` per input channel, exactly, the zero padding included. The scale's
+/// output must be read by convolutions only (any groups) and not be a graph output. The
+/// convolutions then read the scale's input: a network input stays an image for image
+/// mode ([`crate::lower::image`]), and one SDP pass goes.
+pub fn fold_scale_into_readers(g: &mut Graph) -> Result<bool> {
+    let mut changed = false;
+    let mut i = 0;
+    while i < g.nodes.len() {
+        let node = &g.nodes[i];
+        let (
+            Op::ChannelAffine {
+                scale: Some(scale),
+                bias,
+            },
+            [x],
+            [y],
+        ) = (&node.op, node.inputs.as_slice(), node.outputs.as_slice())
+        else {
+            i += 1;
+            continue;
+        };
+        let (x, y) = (*x, *y);
+        let c = g.shape(x).c;
+        let no_bias = bias
+            .as_ref()
+            .is_none_or(|b| b.data.iter().all(|&v| v == 0.0));
+        let readers: Vec<usize> = (0..g.nodes.len())
+            .filter(|&j| g.nodes[j].inputs.contains(&y))
+            .collect();
+        let all_convs = !readers.is_empty()
+            && readers.iter().all(|&j| {
+                let n = &g.nodes[j];
+                // Well-formed weights only (the lowering reports the others).
+                matches!(&n.op, Op::Conv(p) if p.groups >= 1
+                    && c.is_multiple_of(p.groups)
+                    && p.out_channels.is_multiple_of(p.groups)
+                    && p.weight.len()
+                        == p.out_channels * (c / p.groups) * p.window.kernel[0] * p.window.kernel[1])
+                    && n.inputs.as_slice() == [y]
+            });
+        if !no_bias || !all_convs || is_output(g, y) || !(scale.len() == 1 || scale.len() == c) {
+            i += 1;
+            continue;
+        }
+        let s: Vec<f64> = (0..c)
+            .map(|ch| f64::from(scale.data[if scale.len() == 1 { 0 } else { ch }]))
+            .collect();
+        for &j in &readers {
+            let Op::Conv(p) = &mut g.nodes[j].op else {
+                unreachable!("checked: a convolution")
+            };
+            let cpg = c / p.groups;
+            let kpg = (p.out_channels / p.groups).max(1);
+            let per_channel = (p.window.kernel[0] * p.window.kernel[1]).max(1);
+            for (e, w) in p.weight.data.iter_mut().enumerate() {
+                let ko = e / (cpg * per_channel);
+                let ci = e / per_channel % cpg;
+                let ch = (ko / kpg) * cpg + ci;
+                *w = (f64::from(*w) * s[ch]) as f32;
+            }
+        }
+        g.nodes.remove(i);
+        redirect(g, y, x);
+        changed = true;
     }
     Ok(changed)
 }

@@ -419,6 +419,89 @@ fn affine_folds_into_conv() {
 }
 
 #[test]
+fn input_scale_folds_into_the_convolutions_that_read_it() {
+    let mut rng = Rng::new(10);
+    let c = 4;
+    let mut b = Builder::new(s(1, c, 6, 6));
+    // The --scale preprocessing: one scale, or one per channel; two readers, one grouped.
+    for per_channel in [false, true] {
+        let scale = if per_channel { rng.vec(c) } else { vec![0.25] };
+        let mut b2 = Builder::new(s(1, c, 6, 6));
+        let y = b2.add(
+            "scale",
+            affine_op(Some(scale), None),
+            &[TensorId(0)],
+            s(1, c, 6, 6),
+        );
+        let a = b2.add(
+            "a",
+            Op::Conv(random_conv(&mut rng, c, 8, 1, true)),
+            &[y],
+            s(1, 8, 6, 6),
+        );
+        let g2 = b2.add(
+            "b",
+            Op::Conv(random_conv(&mut rng, c, 8, 2, false)),
+            &[y],
+            s(1, 8, 6, 6),
+        );
+        let g = b2.finish(&[a, g2]);
+        let (h, changed) = apply(&g, fold_scale_into_readers);
+        assert!(changed);
+        assert_eq!(ops(&h), ["Convolution", "Convolution"]);
+        assert!(h.nodes.iter().all(|n| n.inputs == [TensorId(0)]));
+        assert_equivalent(&g, &h, 11);
+    }
+    // Not with a bias (the zero padding would change), nor with a reader that is no
+    // convolution, nor for a graph output.
+    let y = b.add(
+        "shift",
+        affine_op(Some(vec![0.5]), Some(vec![1.0])),
+        &[TensorId(0)],
+        s(1, c, 6, 6),
+    );
+    let a = b.add(
+        "a",
+        Op::Conv(random_conv(&mut rng, c, 8, 1, true)),
+        &[y],
+        s(1, 8, 6, 6),
+    );
+    let g = b.finish(&[a]);
+    assert!(!apply(&g, fold_scale_into_readers).1);
+    let mut b = Builder::new(s(1, c, 6, 6));
+    let y = b.add(
+        "scale",
+        affine_op(Some(vec![0.5]), None),
+        &[TensorId(0)],
+        s(1, c, 6, 6),
+    );
+    let a = b.add(
+        "a",
+        Op::Conv(random_conv(&mut rng, c, 8, 1, true)),
+        &[y],
+        s(1, 8, 6, 6),
+    );
+    let r = b.add("r", relu(), &[y], s(1, c, 6, 6));
+    let g = b.finish(&[a, r]);
+    assert!(!apply(&g, fold_scale_into_readers).1);
+    let mut b = Builder::new(s(1, c, 6, 6));
+    let y = b.add(
+        "scale",
+        affine_op(Some(vec![0.5]), None),
+        &[TensorId(0)],
+        s(1, c, 6, 6),
+    );
+    let a = b.add(
+        "a",
+        Op::Conv(random_conv(&mut rng, c, 8, 1, true)),
+        &[y],
+        s(1, 8, 6, 6),
+    );
+    let g = b.finish(&[a, y]);
+    assert!(!apply(&g, fold_scale_into_readers).1);
+}
+
+#[test]
 fn affine_folds_into_deconv_and_fully_connected() {
     let mut rng = Rng::new(10);
     // Deconvolution 4 -> 6 channels, 2 groups, stride 2.
