@@ -34,7 +34,8 @@ pub struct Row {
     pub snr_db: f64,
 }
 
-/// Reads surface `s` (NCxHWx) from `bytes` (its memory) as NCHW f32.
+/// Reads surface `s` (NCxHWx, or an image of 4 components per pixel) from `bytes` (its
+/// memory) as NCHW f32.
 fn read_surface(s: &Surface, bytes: &[u8], atom: usize) -> Result<Vec<f32>> {
     let bpe = s.precision.bytes() as usize;
     let cpa = atom / bpe;
@@ -43,11 +44,16 @@ fn read_surface(s: &Surface, bytes: &[u8], atom: usize) -> Result<Vec<f32>> {
     for ch in 0..c {
         for y in 0..h {
             for x in 0..w {
-                let o = s.offset as usize
-                    + (ch / cpa) * s.surf_stride as usize
-                    + y * s.line_stride as usize
-                    + x * atom
-                    + (ch % cpa) * bpe;
+                let o = if s.pixel {
+                    let pixel = crate::lower::image::COMPONENTS as usize * bpe;
+                    s.offset as usize + y * s.line_stride as usize + x * pixel + ch * bpe
+                } else {
+                    s.offset as usize
+                        + (ch / cpa) * s.surf_stride as usize
+                        + y * s.line_stride as usize
+                        + x * atom
+                        + (ch % cpa) * bpe
+                };
                 let b = bytes.get(o..o + bpe).ok_or_else(|| {
                     CompileError::Network(format!("surface `{}` lies outside its memory", s.name))
                 })?;

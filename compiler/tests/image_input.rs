@@ -186,3 +186,29 @@ fn inputs_with_other_readers_or_channels_stay_features() {
     let c = nvdla_compiler::compile_graph(g, &opts).unwrap();
     assert!(!c.program.surface(c.program.inputs[0]).pixel);
 }
+
+/// The per-layer comparison (`nvdla-compiler --compare`) of an `-O` build reads the
+/// image input's surface and every layer's output, close to the reference.
+#[test]
+fn per_layer_comparison_reads_image_and_padded_surfaces() {
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared");
+    let model = root.join("models/onnx/mnist-cntk.onnx");
+    let image = root.join("third-party-loadables/lenet-mnist/images/0_3.jpg");
+    if !model.is_file() || !image.is_file() {
+        eprintln!("skipped: shared data not found at {}", root.display());
+        return;
+    }
+    let t = Target::new(&nvdla_hw::NV_FULL, Precision::Fp16).unwrap();
+    let mut opts = nvdla_compiler::Options::new(t);
+    opts.optimize();
+    opts.keep_activations = true;
+    let m = nvdla_compiler::Model::onnx_file(&model).unwrap();
+    let c = nvdla_compiler::compile(&m, &opts, &mut |_| {}).unwrap();
+    assert!(c.program.surface(c.program.inputs[0]).pixel);
+    let rows =
+        nvdla_compiler::compare::compare(&c, &t, &image, 255, &nvdla_umd::DeviceKind::Vp).unwrap();
+    assert!(rows.len() >= 4, "{} rows", rows.len());
+    for r in &rows {
+        assert!(r.cosine > 0.9999, "{}: cosine {}", r.tensor, r.cosine);
+    }
+}
