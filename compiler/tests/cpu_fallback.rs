@@ -9,18 +9,6 @@ use nvdla_compiler::ir::*;
 use nvdla_compiler::target::{Precision, Target};
 use nvdla_umd::emu::FallbackFn;
 
-fn node(g: &mut Graph, name: &str, op: Op, inputs: &[TensorId], out: Shape) -> TensorId {
-    let t = g.add_tensor(name, out);
-    g.add_node(Node {
-        name: name.into(),
-        source_type: op.name().into(),
-        op,
-        inputs: inputs.to_vec(),
-        outputs: vec![t],
-    });
-    t
-}
-
 /// conv 3x3 -> exp (CPU) -> relu -> conv 1x1, on 20 channels of 6x5.
 fn network(rng: &mut Rng) -> Graph {
     let (mut g, x) = graph(20, 6, 5);
@@ -39,8 +27,8 @@ fn network(rng: &mut Rng) -> Graph {
             bias: Some(Weights::vector(rng.vec(20, 0.1))),
         })
     };
-    let c1 = node(&mut g, "c1", conv(rng, 3), &[x], s);
-    let e = node(
+    let c1 = add_node(&mut g, "c1", conv(rng, 3), &[x], s);
+    let e = add_node(
         &mut g,
         "exp",
         Op::CpuUnary {
@@ -51,14 +39,14 @@ fn network(rng: &mut Rng) -> Graph {
         &[c1],
         s,
     );
-    let r = node(
+    let r = add_node(
         &mut g,
         "relu",
         Op::Activation(Activation::Relu { slope: 0.0 }),
         &[e],
         s,
     );
-    let c2 = node(&mut g, "c2", conv(rng, 1), &[r], s);
+    let c2 = add_node(&mut g, "c2", conv(rng, 1), &[r], s);
     g.outputs.push(c2);
     g
 }

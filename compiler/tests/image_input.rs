@@ -77,24 +77,10 @@ fn networks() -> Vec<(&'static str, Graph, u32)> {
     ]
 }
 
-/// The post-extension of each image-mode convolution of `g`'s build.
+/// The post-extension of each image-mode convolution of `g`'s nv_full build.
 fn image_convs(g: &Graph, precision: Precision) -> Vec<u32> {
-    use nvdla_compiler::quant::{Calibration, RangeMethod};
-    let input = Rng(3).vec(g.shape(g.inputs[0]).elements(), 1.0);
-    let values = nvdla_compiler::reference::run(g, &[(g.inputs[0], input)]).unwrap();
-    let cal = Calibration::from_activations(&values, RangeMethod::MaxAbs);
-    let t = Target::new(&nvdla_hw::NV_FULL, precision).unwrap();
-    let quant = nvdla_compiler::lower::Quant {
-        cal: (precision == Precision::Int8).then_some(&cal),
-        per_filter: true,
-        input_scale: 1.0,
-    };
-    let opts = nvdla_compiler::Options {
-        image_input: true,
-        ..nvdla_compiler::Options::with_quant(t, &quant)
-    };
-    let c = nvdla_compiler::compile_graph(g.clone(), &opts).unwrap();
-    c.program
+    compile_with(g, "nv_full", precision, IMAGE)
+        .program
         .ops
         .iter()
         .filter_map(|op| match &op.kind {
@@ -167,23 +153,7 @@ fn inputs_with_other_readers_or_channels_stay_features() {
     let g = network(8, 16, [3, 3], 1, 1);
     assert!(image_convs(&g, Precision::Fp16).is_empty());
     let g = network(3, 16, [3, 3], 1, 1);
-    let t = Target::new(&nvdla_hw::NV_SMALL, Precision::Int8).unwrap();
-    let input = Rng(3).vec(g.shape(g.inputs[0]).elements(), 1.0);
-    let values = nvdla_compiler::reference::run(&g, &[(g.inputs[0], input)]).unwrap();
-    let cal = nvdla_compiler::quant::Calibration::from_activations(
-        &values,
-        nvdla_compiler::quant::RangeMethod::MaxAbs,
-    );
-    let quant = nvdla_compiler::lower::Quant {
-        cal: Some(&cal),
-        per_filter: true,
-        input_scale: 1.0,
-    };
-    let opts = nvdla_compiler::Options {
-        image_input: true,
-        ..nvdla_compiler::Options::with_quant(t, &quant)
-    };
-    let c = nvdla_compiler::compile_graph(g, &opts).unwrap();
+    let c = compile_with(&g, "nv_small", Precision::Int8, IMAGE);
     assert!(!c.program.surface(c.program.inputs[0]).pixel);
 }
 

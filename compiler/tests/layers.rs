@@ -13,18 +13,6 @@ use nvdla_compiler::ir::*;
 const CONV_TOL: f32 = 4e-3;
 const LUT_TOL: f32 = 6e-3;
 
-fn node(g: &mut Graph, name: &str, op: Op, inputs: &[TensorId], out: Shape) -> TensorId {
-    let t = g.add_tensor(name, out);
-    g.add_node(Node {
-        name: name.into(),
-        source_type: op.name().into(),
-        op,
-        inputs: inputs.to_vec(),
-        outputs: vec![t],
-    });
-    t
-}
-
 #[allow(clippy::too_many_arguments)]
 fn conv(
     rng: &mut Rng,
@@ -112,7 +100,7 @@ fn add_conv(
     let oh = out_size(s.h, kernel[0], stride[0], pad[0], pad[2], dilation[0]);
     let ow = out_size(s.w, kernel[1], stride[1], pad[1], pad[3], dilation[1]);
     let op = conv(rng, s.c, k, kernel, stride, pad, dilation, groups);
-    node(g, name, op, &[x], Shape::new(1, k, oh, ow))
+    add_node(g, name, op, &[x], Shape::new(1, k, oh, ow))
 }
 
 fn finish(g: &mut Graph, t: TensorId) {
@@ -218,7 +206,7 @@ fn grouped_and_depthwise_convolution() {
 fn fully_connected_after_flatten() {
     let mut rng = Rng(5);
     let (mut g, x) = graph(6, 4, 4);
-    let f = node(
+    let f = add_node(
         &mut g,
         "flatten",
         Op::Flatten,
@@ -229,8 +217,8 @@ fn fully_connected_after_flatten() {
         weight: Weights::new(vec![30, 96], rng.vec(30 * 96, 0.1)).unwrap(),
         bias: Some(Weights::vector(rng.vec(30, 0.5))),
     };
-    let y = node(&mut g, "fc", fc, &[f], Shape::new(1, 30, 1, 1));
-    let r = node(
+    let y = add_node(&mut g, "fc", fc, &[f], Shape::new(1, 30, 1, 1));
+    let r = add_node(
         &mut g,
         "relu",
         Op::Activation(Activation::Relu { slope: 0.0 }),
@@ -260,7 +248,7 @@ fn pool(kind: PoolKind, k: usize, s: usize, pad: usize, ceil: bool) -> Op {
 fn max_pooling_ceil_mode() {
     let (mut g, x) = graph(20, 9, 9);
     // Caffe: ceil((9 - 3) / 2) + 1 = 4.
-    let y = node(
+    let y = add_node(
         &mut g,
         "pool",
         pool(PoolKind::Max, 3, 2, 0, true),
@@ -276,7 +264,7 @@ fn max_pooling_ceil_mode() {
 fn average_pooling_with_padding() {
     let (mut g, x) = graph(16, 8, 8);
     // (8 + 2 - 3) / 1 + 1 = 8.
-    let y = node(
+    let y = add_node(
         &mut g,
         "pool",
         pool(PoolKind::Avg, 3, 1, 1, false),
@@ -291,7 +279,7 @@ fn average_pooling_with_padding() {
 #[test]
 fn global_average_pooling() {
     let (mut g, x) = graph(24, 7, 7);
-    let y = node(
+    let y = add_node(
         &mut g,
         "gap",
         pool(PoolKind::Avg, 7, 1, 0, false),
@@ -306,14 +294,14 @@ fn global_average_pooling() {
 fn standalone_activations_after_pooling() {
     let mut rng = Rng(6);
     let (mut g, x) = graph(16, 6, 6);
-    let p = node(
+    let p = add_node(
         &mut g,
         "pool",
         pool(PoolKind::Max, 2, 2, 0, false),
         &[x],
         Shape::new(1, 16, 3, 3),
     );
-    let l = node(
+    let l = add_node(
         &mut g,
         "leaky",
         Op::Activation(Activation::Relu { slope: 0.1 }),
@@ -323,7 +311,7 @@ fn standalone_activations_after_pooling() {
     let pr = Op::Activation(Activation::PRelu {
         slopes: Weights::vector(rng.vec(16, 0.5)),
     });
-    let y = node(&mut g, "prelu", pr, &[l], Shape::new(1, 16, 3, 3));
+    let y = add_node(&mut g, "prelu", pr, &[l], Shape::new(1, 16, 3, 3));
     finish(&mut g, y);
     check(&g, 2e-3, "leaky relu + prelu on SDP");
     check_int8(&g, INT8_TOL, "leaky relu + prelu on SDP");
@@ -345,21 +333,21 @@ fn clip_relu6_and_general_bounds() {
         [1, 1],
         1,
     );
-    let r6 = node(
+    let r6 = add_node(
         &mut g,
         "relu6",
         Op::Activation(Activation::Clip { lo: 0.0, hi: 0.6 }),
         &[c],
         Shape::new(1, 16, 5, 5),
     );
-    let p = node(
+    let p = add_node(
         &mut g,
         "pool",
         pool(PoolKind::Max, 1, 1, 0, false),
         &[r6],
         Shape::new(1, 16, 5, 5),
     );
-    let y = node(
+    let y = add_node(
         &mut g,
         "clip",
         Op::Activation(Activation::Clip { lo: 0.1, hi: 0.4 }),
@@ -387,21 +375,21 @@ fn sigmoid_and_tanh() {
         [1, 1],
         1,
     );
-    let s = node(
+    let s = add_node(
         &mut g,
         "sigmoid",
         Op::Activation(Activation::Sigmoid),
         &[c],
         Shape::new(1, 8, 5, 5),
     );
-    let p = node(
+    let p = add_node(
         &mut g,
         "pool",
         pool(PoolKind::Max, 1, 1, 0, false),
         &[s],
         Shape::new(1, 8, 5, 5),
     );
-    let t = node(
+    let t = add_node(
         &mut g,
         "tanh",
         Op::Activation(Activation::Tanh),
@@ -422,8 +410,8 @@ fn softmax_on_the_cpu() {
         weight: Weights::new(vec![10, 108], rng.vec(1080, 0.3)).unwrap(),
         bias: None,
     };
-    let y = node(&mut g, "fc", fc, &[x], Shape::new(1, 10, 1, 1));
-    let s = node(&mut g, "prob", Op::Softmax, &[y], Shape::new(1, 10, 1, 1));
+    let y = add_node(&mut g, "fc", fc, &[x], Shape::new(1, 10, 1, 1));
+    let s = add_node(&mut g, "prob", Op::Softmax, &[y], Shape::new(1, 10, 1, 1));
     finish(&mut g, s);
     check(&g, 2e-3, "fully connected + softmax");
     check_int8(&g, INT8_TOL, "fully connected + softmax");
@@ -438,7 +426,7 @@ fn lrn_across_channels() {
         beta: 0.75,
         k: 1.0,
     };
-    let y = node(&mut g, "norm", op, &[x], Shape::new(1, 20, 4, 4));
+    let y = add_node(&mut g, "norm", op, &[x], Shape::new(1, 20, 4, 4));
     finish(&mut g, y);
     check(&g, LUT_TOL, "LRN 5");
     check_int8(&g, INT8_TOL, "LRN 5");
@@ -455,7 +443,7 @@ fn lrn_strong_normalisation() {
         beta: 0.75,
         k: 1.0,
     };
-    let y = node(&mut g, "norm", op, &[x], Shape::new(1, 16, 4, 4));
+    let y = add_node(&mut g, "norm", op, &[x], Shape::new(1, 16, 4, 4));
     finish(&mut g, y);
     check(&g, LUT_TOL, "LRN 5, alpha 1");
     check_int8(&g, INT8_TOL, "LRN 5, alpha 1");
@@ -495,30 +483,30 @@ fn batchnorm_and_scale_fold_and_standalone() {
         scale: Some(Weights::vector(rng.vec(16, 1.0))),
         bias: Some(Weights::vector(rng.vec(16, 1.0))),
     };
-    let b1 = node(&mut g, "bn1", bn(&mut rng), &[c], Shape::new(1, 16, 6, 6));
-    let s1 = node(
+    let b1 = add_node(&mut g, "bn1", bn(&mut rng), &[c], Shape::new(1, 16, 6, 6));
+    let s1 = add_node(
         &mut g,
         "scale1",
         sc(&mut rng),
         &[b1],
         Shape::new(1, 16, 6, 6),
     );
-    let p = node(
+    let p = add_node(
         &mut g,
         "pool",
         pool(PoolKind::Max, 2, 2, 0, false),
         &[s1],
         Shape::new(1, 16, 3, 3),
     );
-    let b2 = node(&mut g, "bn2", bn(&mut rng), &[p], Shape::new(1, 16, 3, 3));
-    let s2 = node(
+    let b2 = add_node(&mut g, "bn2", bn(&mut rng), &[p], Shape::new(1, 16, 3, 3));
+    let s2 = add_node(
         &mut g,
         "scale2",
         sc(&mut rng),
         &[b2],
         Shape::new(1, 16, 3, 3),
     );
-    let r = node(
+    let r = add_node(
         &mut g,
         "relu",
         Op::Activation(Activation::Relu { slope: 0.0 }),
@@ -538,7 +526,7 @@ fn power_affine() {
         scale: 0.5,
         shift: -0.25,
     };
-    let y = node(&mut g, "power", op, &[x], Shape::new(1, 8, 4, 4));
+    let y = add_node(&mut g, "power", op, &[x], Shape::new(1, 8, 4, 4));
     finish(&mut g, y);
     check(&g, 2e-3, "power 1 (scale, shift)");
     check_int8(&g, INT8_TOL, "power 1 (scale, shift)");
@@ -563,7 +551,7 @@ fn eltwise_net(kind: EltwiseKind, coeffs: Vec<f32>, inputs: usize) -> Graph {
             )
         })
         .collect();
-    let e = node(
+    let e = add_node(
         &mut g,
         "eltwise",
         Op::Eltwise { kind, coeffs },
@@ -663,7 +651,7 @@ fn concat_without_copies() {
         [1, 1],
         1,
     );
-    let c = node(
+    let c = add_node(
         &mut g,
         "concat",
         Op::Concat,
@@ -715,7 +703,7 @@ fn add_deconv(
         weight: Weights::new(vec![s.c, k / groups, kernel, kernel], rng.vec(n, 0.3)).unwrap(),
         bias: Some(Weights::vector(rng.vec(k, 0.5))),
     });
-    node(g, name, op, &[x], Shape::new(1, k, o, ow))
+    add_node(g, name, op, &[x], Shape::new(1, k, o, ow))
 }
 
 #[test]
@@ -733,7 +721,7 @@ fn deconvolution_stride_2_with_rubik() {
     let (mut g, x) = graph(8, 4, 5);
     // 4x4 kernel, stride 2, pad 1: the usual 2x upsampling.
     let y = add_deconv(&mut g, &mut rng, "up", x, 12, 4, 2, 1, 1);
-    let r = node(
+    let r = add_node(
         &mut g,
         "relu",
         Op::Activation(Activation::Relu { slope: 0.0 }),
@@ -789,7 +777,7 @@ fn convolution_split_by_rows_for_the_cbuf() {
         1,
     );
     let s = g.shape(y);
-    let e = node(
+    let e = add_node(
         &mut g,
         "sum",
         Op::Eltwise {
@@ -808,7 +796,7 @@ fn convolution_split_by_rows_for_the_cbuf() {
 fn global_pooling_larger_than_the_pdp_window() {
     // 13x13 (SqueezeNet's last pooling): 7x7 windows over 14x14 (zero padded), then 2x2.
     let (mut g, x) = graph(40, 13, 13);
-    let a = node(
+    let a = add_node(
         &mut g,
         "gap",
         pool(PoolKind::Avg, 13, 1, 0, false),
@@ -829,7 +817,7 @@ fn global_pooling_larger_than_the_pdp_window() {
         ceil_mode: false,
         count_include_pad: true,
     });
-    let m = node(&mut g, "gmp", op, &[x], Shape::new(1, 24, 1, 1));
+    let m = add_node(&mut g, "gmp", op, &[x], Shape::new(1, 24, 1, 1));
     finish(&mut g, m);
     check(&g, 1e-3, "global max pool 10x9");
     // Beyond 64 pixels per axis: three passes (80: 8, 2, 5; 96: 8, 2, 6 beside 12: 2, 1, 6),
@@ -848,7 +836,7 @@ fn global_pooling_larger_than_the_pdp_window() {
                 ceil_mode: false,
                 count_include_pad: true,
             });
-            let m = node(&mut g, "global", op, &[x], Shape::new(1, 16, 1, 1));
+            let m = add_node(&mut g, "global", op, &[x], Shape::new(1, 16, 1, 1));
             finish(&mut g, m);
             let what = format!("global {kind:?} pool {h}x{w}");
             check(&g, 2e-3, &what);
@@ -879,7 +867,7 @@ fn squeeze_excite_net(kind: EltwiseKind) -> Graph {
         [1, 1],
         1,
     );
-    let gap = node(
+    let gap = add_node(
         &mut g,
         "squeeze",
         Op::Pool(Pool {
@@ -908,7 +896,7 @@ fn squeeze_excite_net(kind: EltwiseKind) -> Graph {
         [1, 1],
         1,
     );
-    let r = node(
+    let r = add_node(
         &mut g,
         "relu",
         Op::Activation(Activation::Relu { slope: 0.0 }),
@@ -927,7 +915,7 @@ fn squeeze_excite_net(kind: EltwiseKind) -> Graph {
         [1, 1],
         1,
     );
-    let a = node(
+    let a = add_node(
         &mut g,
         "hsig/affine",
         Op::ChannelAffine {
@@ -937,14 +925,14 @@ fn squeeze_excite_net(kind: EltwiseKind) -> Graph {
         &[e],
         vec_shape,
     );
-    let s = node(
+    let s = add_node(
         &mut g,
         "hsig",
         Op::Activation(Activation::Clip { lo: 0.0, hi: 1.0 }),
         &[a],
         vec_shape,
     );
-    let m = node(
+    let m = add_node(
         &mut g,
         "scale",
         Op::Eltwise {
@@ -1022,7 +1010,7 @@ fn grouped_convolutions_split_by_groups() {
         96,
     );
     let ds = g.shape(d);
-    let r = node(
+    let r = add_node(
         &mut g,
         "relu",
         Op::Activation(Activation::Relu { slope: 0.0 }),
@@ -1107,7 +1095,7 @@ fn long_chains_wait_for_few_events() {
             1,
         );
     }
-    let p = node(
+    let p = add_node(
         &mut g,
         "pool",
         pool(PoolKind::Max, 2, 2, 0, false),
@@ -1148,7 +1136,7 @@ fn int8_per_filter_with_dead_filters() {
             .iter_mut()
             .for_each(|w| *w = 0.0);
     }
-    let y = node(&mut g, "conv", op, &[x], Shape::new(1, 16, 5, 5));
+    let y = add_node(&mut g, "conv", op, &[x], Shape::new(1, 16, 5, 5));
     finish(&mut g, y);
     check_int8(&g, INT8_TOL, "dead filters per filter");
 }

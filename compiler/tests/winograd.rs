@@ -8,19 +8,7 @@ mod common;
 use common::*;
 use nvdla_compiler::engine::HwOpKind;
 use nvdla_compiler::ir::*;
-use nvdla_compiler::target::{Precision, Target};
-
-fn node(g: &mut Graph, name: &str, op: Op, inputs: &[TensorId], out: Shape) -> TensorId {
-    let t = g.add_tensor(name, out);
-    g.add_node(Node {
-        name: name.into(),
-        source_type: op.name().into(),
-        op,
-        inputs: inputs.to_vec(),
-        outputs: vec![t],
-    });
-    t
-}
+use nvdla_compiler::target::Precision;
 
 /// A `k x k` convolution of `x` to `out` channels with stride `stride` and padding `pad`.
 #[allow(clippy::too_many_arguments)]
@@ -49,12 +37,12 @@ fn conv(
         bias: Some(Weights::vector(rng.vec(out, 0.5))),
     });
     let size = |i: usize| (i + 2 * pad - k) / stride + 1;
-    node(g, name, op, &[x], Shape::new(1, out, size(s.h), size(s.w)))
+    add_node(g, name, op, &[x], Shape::new(1, out, size(s.h), size(s.w)))
 }
 
 fn relu(g: &mut Graph, name: &str, x: TensorId) -> TensorId {
     let s = g.shape(x);
-    node(
+    add_node(
         g,
         name,
         Op::Activation(Activation::Relu { slope: 0.0 }),
@@ -77,7 +65,7 @@ fn network() -> Graph {
     let c = relu(&mut g, "c_relu", c);
     let d = conv(&mut g, &mut rng, "d", c, 24, 3, 1, 1);
     let sd = g.shape(d);
-    let sum = node(
+    let sum = add_node(
         &mut g,
         "sum",
         Op::Eltwise {
@@ -89,7 +77,7 @@ fn network() -> Graph {
     );
     let b = conv(&mut g, &mut rng, "b", sum, 24, 3, 1, 0);
     let sb = g.shape(b);
-    let p = node(
+    let p = add_node(
         &mut g,
         "pool",
         Op::Pool(Pool {
@@ -115,22 +103,12 @@ fn network() -> Graph {
 
 /// The layers compiled in Winograd mode.
 fn winograd_layers(g: &Graph, precision: Precision) -> Vec<String> {
-    use nvdla_compiler::quant::{Calibration, RangeMethod};
-    let input = Rng(7).vec(g.shape(g.inputs[0]).elements(), 1.0);
-    let values = nvdla_compiler::reference::run(g, &[(g.inputs[0], input)]).unwrap();
-    let cal = Calibration::from_activations(&values, RangeMethod::MaxAbs);
-    let t = Target::new(&nvdla_hw::NV_FULL, precision).unwrap();
-    let quant = nvdla_compiler::lower::Quant {
-        cal: (precision == Precision::Int8).then_some(&cal),
-        per_filter: true,
-        input_scale: 1.0,
-    };
-    let opts = nvdla_compiler::Options {
+    let extra = Extra {
         winograd: true,
-        ..nvdla_compiler::Options::with_quant(t, &quant)
+        ..Extra::default()
     };
-    let c = nvdla_compiler::compile_graph(g.clone(), &opts).unwrap();
-    c.program
+    compile_with(g, "nv_full", precision, extra)
+        .program
         .ops
         .iter()
         .filter(|op| matches!(&op.kind, HwOpKind::Conv(c) if c.winograd.is_some()))
@@ -192,19 +170,15 @@ fn small_outputs_network_outputs_and_builds_without_winograd_stay_direct() {
     let b = conv(&mut g, &mut rng, "b", a, 16, 3, 1, 1);
     g.outputs.push(b);
     assert!(winograd_layers(&g, Precision::Fp16).is_empty());
-    // nv_small has no Winograd: the option changes nothing.
-    let net = network();
-    let t = Target::new(&nvdla_hw::NV_SMALL, Precision::Fp16);
-    if let Ok(t) = t {
-        let opts = nvdla_compiler::Options {
-            winograd: true,
-            ..nvdla_compiler::Options::new(t)
-        };
-        let c = nvdla_compiler::compile_graph(net, &opts).unwrap();
-        assert!(c
-            .program
-            .ops
-            .iter()
-            .all(|op| !matches!(&op.kind, HwOpKind::Conv(c) if c.winograd.is_some())));
-    }
+    // nv_small has no Winograd (and no fp16): the option changes nothing.
+    let extra = Extra {
+        winograd: true,
+        ..Extra::default()
+    };
+    let c = compile_with(&network(), "nv_small", Precision::Int8, extra);
+    assert!(c
+        .program
+        .ops
+        .iter()
+        .all(|op| !matches!(&op.kind, HwOpKind::Conv(c) if c.winograd.is_some())));
 }

@@ -422,7 +422,6 @@ fn affine_folds_into_conv() {
 fn input_scale_folds_into_the_convolutions_that_read_it() {
     let mut rng = Rng::new(10);
     let c = 4;
-    let mut b = Builder::new(s(1, c, 6, 6));
     // The --scale preprocessing: one scale, or one per channel; two readers, one grouped.
     for per_channel in [false, true] {
         let scale = if per_channel { rng.vec(c) } else { vec![0.25] };
@@ -454,51 +453,31 @@ fn input_scale_folds_into_the_convolutions_that_read_it() {
     }
     // Not with a bias (the zero padding would change), nor with a reader that is no
     // convolution, nor for a graph output.
-    let y = b.add(
-        "shift",
-        affine_op(Some(vec![0.5]), Some(vec![1.0])),
-        &[TensorId(0)],
-        s(1, c, 6, 6),
-    );
-    let a = b.add(
-        "a",
-        Op::Conv(random_conv(&mut rng, c, 8, 1, true)),
-        &[y],
-        s(1, 8, 6, 6),
-    );
-    let g = b.finish(&[a]);
-    assert!(!apply(&g, fold_scale_into_readers).1);
-    let mut b = Builder::new(s(1, c, 6, 6));
-    let y = b.add(
-        "scale",
-        affine_op(Some(vec![0.5]), None),
-        &[TensorId(0)],
-        s(1, c, 6, 6),
-    );
-    let a = b.add(
-        "a",
-        Op::Conv(random_conv(&mut rng, c, 8, 1, true)),
-        &[y],
-        s(1, 8, 6, 6),
-    );
-    let r = b.add("r", relu(), &[y], s(1, c, 6, 6));
-    let g = b.finish(&[a, r]);
-    assert!(!apply(&g, fold_scale_into_readers).1);
-    let mut b = Builder::new(s(1, c, 6, 6));
-    let y = b.add(
-        "scale",
-        affine_op(Some(vec![0.5]), None),
-        &[TensorId(0)],
-        s(1, c, 6, 6),
-    );
-    let a = b.add(
-        "a",
-        Op::Conv(random_conv(&mut rng, c, 8, 1, true)),
-        &[y],
-        s(1, 8, 6, 6),
-    );
-    let g = b.finish(&[a, y]);
-    assert!(!apply(&g, fold_scale_into_readers).1);
+    for case in ["bias", "relu reader", "graph output"] {
+        let mut b = Builder::new(s(1, c, 6, 6));
+        let bias = (case == "bias").then(|| vec![1.0]);
+        let y = b.add(
+            "scale",
+            affine_op(Some(vec![0.5]), bias),
+            &[TensorId(0)],
+            s(1, c, 6, 6),
+        );
+        let a = b.add(
+            "a",
+            Op::Conv(random_conv(&mut rng, c, 8, 1, true)),
+            &[y],
+            s(1, 8, 6, 6),
+        );
+        let g = match case {
+            "relu reader" => {
+                let r = b.add("r", relu(), &[y], s(1, c, 6, 6));
+                b.finish(&[a, r])
+            }
+            "graph output" => b.finish(&[a, y]),
+            _ => b.finish(&[a]),
+        };
+        assert!(!apply(&g, fold_scale_into_readers).1, "{case}");
+    }
 }
 
 #[test]

@@ -153,6 +153,47 @@ pub fn run_fp16_opts(g: &Graph, config: &str, input: &[f32], extra: Extra) -> (V
     (got, want)
 }
 
+/// Appends node `name` (`op` reading `inputs`) writing a new tensor `name` of shape `out`.
+pub fn add_node(
+    g: &mut Graph,
+    name: &str,
+    op: nvdla_compiler::ir::Op,
+    inputs: &[TensorId],
+    out: nvdla_compiler::ir::Shape,
+) -> TensorId {
+    let t = g.add_tensor(name, out);
+    g.add_node(nvdla_compiler::ir::Node {
+        name: name.into(),
+        source_type: op.name().into(),
+        op,
+        inputs: inputs.to_vec(),
+        outputs: vec![t],
+    });
+    t
+}
+
+/// `g` compiled for `config` in `precision` with `extra` options (int8: calibrated on a
+/// random input with max-abs ranges, per-filter weight scales).
+pub fn compile_with(
+    g: &Graph,
+    config: &str,
+    precision: Precision,
+    extra: Extra,
+) -> nvdla_compiler::Compiled {
+    use nvdla_compiler::quant::{Calibration, RangeMethod};
+    let input = Rng(3).vec(g.shape(g.inputs[0]).elements(), 1.0);
+    let values = nvdla_compiler::reference::run(g, &[(g.inputs[0], input)]).unwrap();
+    let cal = Calibration::from_activations(&values, RangeMethod::MaxAbs);
+    let t = Target::new(nvdla_hw::Config::by_name(config).unwrap(), precision).unwrap();
+    let quant = nvdla_compiler::lower::Quant {
+        cal: (precision == Precision::Int8).then_some(&cal),
+        per_filter: true,
+        input_scale: 1.0,
+    };
+    let opts = extra.apply(nvdla_compiler::Options::with_quant(t, &quant));
+    nvdla_compiler::compile_graph(g.clone(), &opts).unwrap_or_else(|e| panic!("{e}"))
+}
+
 /// Whether input tensor `t` is an image (the compiler's image-mode input).
 pub fn is_image(t: &nvdla_umd::runtime::TensorDesc) -> bool {
     t.data_category == nvdla_loadable::DataCategory::IMAGE
