@@ -12,6 +12,13 @@ pub fn encode(v: f32, p: Precision) -> i32 {
     }
 }
 
+/// `out` with zeros to a multiple of 128 bytes (every weight blob's unit).
+fn padded_to_128(mut out: Vec<u8>) -> Vec<u8> {
+    let padded = out.len().next_multiple_of(128);
+    out.resize(padded, 0);
+    out
+}
+
 fn push(out: &mut Vec<u8>, v: f32, p: Precision) {
     match p {
         Precision::Fp16 => out.extend_from_slice(&f16::from_f32(v).to_bits().to_le_bytes()),
@@ -51,9 +58,7 @@ pub fn conv_weights(
             }
         }
     }
-    let padded = out.len().next_multiple_of(128);
-    out.resize(padded, 0);
-    out
+    padded_to_128(out)
 }
 
 /// Winograd weight tiles `u[k][c][16]` (`kernels x channels`, from
@@ -88,9 +93,7 @@ pub fn winograd_weights(
             }
         }
     }
-    let padded = out.len().next_multiple_of(128);
-    out.resize(padded, 0);
-    out
+    padded_to_128(out)
 }
 
 /// Pre-extended image-mode weights `w[k][kc][r]` (`kernels x kernel_channels x rows`, one
@@ -124,9 +127,7 @@ pub fn image_weights(
             }
         }
     }
-    let padded = out.len().next_multiple_of(128);
-    out.resize(padded, 0);
-    out
+    padded_to_128(out)
 }
 
 /// Per-channel operand data: one value (or an ALU, MUL pair) per channel, `C` elements
