@@ -769,11 +769,17 @@ pub(crate) fn work_of(
         // docs/performance.md).
         let out_w = (pdp.cur(ids::pdp::D_DATA_CUBE_OUT_WIDTH) & 0x1fff) as usize + 1;
         let windows = kernel.div_ceil(stride).min(out_w);
-        let extra = if windows > 4 {
+        let mut extra = if windows > 4 {
             (windows - 1) * h * padded(c, bytes)
         } else {
             0
         };
+        // A width split into strips reads the columns its windows share across each
+        // strip boundary once per strip (kernel - stride columns; measured on the
+        // nv_small RTL with NVIDIA's split traces, docs/performance.md).
+        use ids::pdp::D_OPERATION_MODE_CFG as M;
+        let strips = pdp.field(ids::pdp::D_OPERATION_MODE_CFG, M::SPLIT_NUM) as usize + 1;
+        extra += (strips - 1) * kernel.saturating_sub(stride) * h * padded(c, bytes);
         per(
             w * h * padded(c, bytes) + extra,
             t.pdp,

@@ -319,10 +319,13 @@ impl XCfg {
         }
     }
 
-    /// One element through ALU, multiplier, truncation and ReLU (integer precisions).
-    #[inline]
+    /// One element through ALU, multiplier, truncation and ReLU (integer precisions; the
+    /// C model's vectors test it element by element).
+    #[cfg(test)]
     fn apply(&self, v: i64, alu_op: i64, mul_op: i64) -> i64 {
-        self.apply_shifted(v, self.alu_operand(alu_op), mul_op)
+        let mut one = [v];
+        self.apply_all(&mut one, self.alu_operand(alu_op), mul_op);
+        one[0]
     }
 
     /// The ALU operand after its shift (`alu_op << alu_shift`, saturated to 32 bits).
@@ -335,17 +338,30 @@ impl XCfg {
         }
     }
 
-    /// [`XCfg::apply`] with the ALU operand already shifted ([`XCfg::alu_operand`]).
-    #[inline]
-    fn apply_shifted(&self, v: i64, op: i64, mul_op: i64) -> i64 {
-        let mut one = [v];
-        self.apply_all(&mut one, op, mul_op);
-        one[0]
+    /// The X unit on every element of `v`, with the ALU operands already shifted
+    /// ([`XCfg::alu_operand`]): the configuration is matched once, so each loop has no
+    /// per-element branch. The loops are compiled for AVX-512 too ([`wide`]).
+    fn apply_all<A: OpSrc, M: OpSrc>(&self, v: &mut [i64], op: A, mul_op: M) {
+        #[cfg(target_arch = "x86_64")]
+        if wide() {
+            // SAFETY: `wide()` found the CPU features `apply_all_avx512` is compiled for.
+            #[allow(unsafe_code)]
+            unsafe {
+                self.apply_all_avx512(v, op, mul_op)
+            };
+            return;
+        }
+        self.apply_all_inner(v, op, mul_op)
     }
 
-    /// [`XCfg::apply_shifted`] on every element of `v` with the same operands: the
-    /// configuration is matched once, so each loop has no per-element branch.
-    fn apply_all(&self, v: &mut [i64], op: i64, mul_op: i64) {
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2")]
+    fn apply_all_avx512<A: OpSrc, M: OpSrc>(&self, v: &mut [i64], op: A, mul_op: M) {
+        self.apply_all_inner(v, op, mul_op)
+    }
+
+    #[inline(always)]
+    fn apply_all_inner<A: OpSrc, M: OpSrc>(&self, v: &mut [i64], op: A, mul_op: M) {
         let alu = if self.alu_bypass {
             ALU_BYPASS
         } else {
@@ -367,9 +383,9 @@ impl XCfg {
             ($($a:ident),*) => {
                 match (alu, mul) {
                     $(
-                        ($a, MUL_BYPASS) => x_int_loop::<$a, MUL_BYPASS>(v, op, mul_op, shift, floor),
-                        ($a, MUL_PRELU) => x_int_loop::<$a, MUL_PRELU>(v, op, mul_op, shift, floor),
-                        ($a, _) => x_int_loop::<$a, MUL_MUL>(v, op, mul_op, shift, floor),
+                        ($a, MUL_BYPASS) => x_int_loop::<$a, MUL_BYPASS, A, M>(v, op, mul_op, shift, floor),
+                        ($a, MUL_PRELU) => x_int_loop::<$a, MUL_PRELU, A, M>(v, op, mul_op, shift, floor),
+                        ($a, _) => x_int_loop::<$a, MUL_MUL, A, M>(v, op, mul_op, shift, floor),
                     )*
                     _ => unreachable!("ALU modes are the four above"),
                 }
@@ -387,30 +403,94 @@ const MUL_BYPASS: u8 = 0;
 const MUL_MUL: u8 = 1;
 const MUL_PRELU: u8 = 2;
 
+/// Whether the CPU runs AVX-512 (F, DQ, BW, VL): the integer stage loops are compiled for
+/// it too (64-bit lanes multiply in one instruction there) and chosen at run time;
+/// `NVDLA_VP_NO_AVX512=1` keeps the baseline build's loops. The same arithmetic either
+/// way, only the instructions differ.
+#[cfg(target_arch = "x86_64")]
+fn wide() -> bool {
+    static WIDE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *WIDE.get_or_init(|| {
+        std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512dq")
+            && std::arch::is_x86_feature_detected!("avx512bw")
+            && std::arch::is_x86_feature_detected!("avx512vl")
+            && std::arch::is_x86_feature_detected!("avx2")
+            && std::env::var_os("NVDLA_VP_NO_AVX512").is_none_or(|v| v.is_empty() || v == "0")
+    })
+}
+
+/// Output conversion of a channel's integer results `v` into `o` ([`out_cvt`]), with
+/// the loop compiled for AVX-512 where the CPU has it ([`wide`]).
+fn out_cvt_int(out_prec: Precision, v: &[i64], o: &mut [i32], offset: i64, scale: i64, shift: u32) {
+    #[inline(always)]
+    fn each(out_prec: Precision, v: &[i64], o: &mut [i32], offset: i64, scale: i64, shift: u32) {
+        for (x, &e) in o.iter_mut().zip(v) {
+            *x = out_cvt(false, out_prec, e, offset, scale, shift);
+        }
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2")]
+    fn each_avx512(p: Precision, v: &[i64], o: &mut [i32], offset: i64, scale: i64, shift: u32) {
+        each(p, v, o, offset, scale, shift)
+    }
+    #[cfg(target_arch = "x86_64")]
+    if wide() {
+        // SAFETY: `wide()` found the CPU features `each_avx512` is compiled for.
+        #[allow(unsafe_code)]
+        unsafe {
+            each_avx512(out_prec, v, o, offset, scale, shift)
+        };
+        return;
+    }
+    each(out_prec, v, o, offset, scale, shift)
+}
+
+/// Where a stage's operand comes from: one value for the whole loop (a register or a
+/// per-channel operand) or one per element (a slice at least as long as the data).
+trait OpSrc: Copy {
+    /// The operand of element `i`.
+    fn at(self, i: usize) -> i64;
+}
+
+impl OpSrc for i64 {
+    #[inline(always)]
+    fn at(self, _: usize) -> i64 {
+        self
+    }
+}
+
+impl OpSrc for &[i64] {
+    #[inline(always)]
+    fn at(self, i: usize) -> i64 {
+        self[i]
+    }
+}
+
 /// The X unit in integer processing (`sdp_x.cpp`) on every element of `v`: ALU with the
 /// shifted operand `op`, multiplier (or PReLU) with `mul`, truncation by `shift`
 /// saturated to 32 bits, then ReLU (`floor` 0) or not (`floor` `i64::MIN`).
 #[inline(always)]
-fn x_int_loop<const ALU: u8, const MUL: u8>(
+fn x_int_loop<const ALU: u8, const MUL: u8, A: OpSrc, M: OpSrc>(
     v: &mut [i64],
-    op: i64,
-    mul: i64,
+    op: A,
+    mul: M,
     shift: u32,
     floor: i64,
 ) {
-    for e in v {
+    for (i, e) in v.iter_mut().enumerate() {
         let a = match ALU {
             ALU_BYPASS => *e,
-            ALU_MAX => (*e).max(op),
-            ALU_MIN => (*e).min(op),
-            _ => *e + op, // 33-bit result, no saturation (xAluOutSize = 33)
+            ALU_MAX => (*e).max(op.at(i)),
+            ALU_MIN => (*e).min(op.at(i)),
+            _ => *e + op.at(i), // 33-bit result, no saturation (xAluOutSize = 33)
         };
         let t = match MUL {
             // The truncation stage still runs with the programmed shift
             // (X_trt in sdp_x.cpp only skips it for PReLU pass-through).
             MUL_BYPASS => shr_round_sat(a, shift, 32),
             MUL_PRELU if a >= 0 => i64::from(a as i32),
-            _ => shr_round_sat(a * mul, shift, 32),
+            _ => shr_round_sat(a * mul.at(i), shift, 32),
         };
         *e = t.max(floor);
     }
@@ -442,14 +522,17 @@ fn x_stage(x: &XCfg, ops: &Operands, ch: usize, base: usize, fp: Option<bool>, v
                 x.apply_all(v, x.alu_operand(a), m);
             }
         }
-    } else {
+    } else if let Some(nan) = fp {
         for (i, e) in v.iter_mut().enumerate() {
-            let (a, m) = (alu(base + i), mul(base + i));
-            *e = match fp {
-                Some(nan) => x.apply_fp(*e, a, m, nan),
-                None => x.apply(*e, a, m),
-            };
+            *e = x.apply_fp(*e, alu(base + i), mul(base + i), nan);
         }
+    } else {
+        // Per-element operands: gathered for the channel (the ALU's shifted), then one
+        // loop whose configuration is fixed.
+        let n = v.len();
+        let a: Vec<i64> = (0..n).map(|i| x.alu_operand(alu(base + i))).collect();
+        let m: Vec<i64> = (0..n).map(|i| mul(base + i)).collect();
+        x.apply_all(v, &a[..], &m[..]);
     }
 }
 
@@ -607,6 +690,41 @@ impl YCfg {
             m
         } else {
             fp_alu(self.alu_algo, m, alu_op)
+        }
+    }
+
+    /// [`YCfg::apply`] on every element of `v` with operand sources `alu` and `mul`
+    /// (converted): the sum of a memory operand without the multiplier, which residual
+    /// additions use, as a loop of its own.
+    fn apply_all<A: OpSrc, M: OpSrc>(&self, v: &mut [i64], alu: A, mul: M) {
+        #[cfg(target_arch = "x86_64")]
+        if wide() {
+            // SAFETY: `wide()` found the CPU features `apply_all_avx512` is compiled for.
+            #[allow(unsafe_code)]
+            unsafe {
+                self.apply_all_avx512(v, alu, mul)
+            };
+            return;
+        }
+        self.apply_all_inner(v, alu, mul)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2")]
+    fn apply_all_avx512<A: OpSrc, M: OpSrc>(&self, v: &mut [i64], alu: A, mul: M) {
+        self.apply_all_inner(v, alu, mul)
+    }
+
+    #[inline(always)]
+    fn apply_all_inner<A: OpSrc, M: OpSrc>(&self, v: &mut [i64], alu: A, mul: M) {
+        if self.mul_bypass && !self.alu_bypass && self.alu_algo == 2 {
+            for (i, e) in v.iter_mut().enumerate() {
+                *e = sat(*e + alu.at(i), 32);
+            }
+        } else {
+            for (i, e) in v.iter_mut().enumerate() {
+                *e = self.apply(*e, alu.at(i), mul.at(i));
+            }
         }
     }
 
@@ -1416,7 +1534,25 @@ pub fn run(
         if !x2.bypass {
             x_stage(&x2, &bn, ch, base, fp.then_some(nan_to_zero), &mut v);
         }
-        if !y.bypass {
+        if !y.bypass && !fp && ylut.is_none() {
+            // Integer Y without its table: the converted operands gathered, one loop.
+            let n = v.len();
+            let a: Vec<i64> = if y.alu_src_mem {
+                (0..n)
+                    .map(|i| y.alu_cvt.apply(ew.alu(ch, base + i, 0)))
+                    .collect()
+            } else {
+                vec![y.alu_op; n]
+            };
+            if y.mul_src_mem {
+                let m: Vec<i64> = (0..n)
+                    .map(|i| y.mul_cvt.apply(ew.mul(ch, base + i, 0)))
+                    .collect();
+                y.apply_all(&mut v, &a[..], &m[..]);
+            } else {
+                y.apply_all(&mut v, &a[..], y.mul_op);
+            }
+        } else if !y.bypass {
             for (i, e) in v.iter_mut().enumerate() {
                 *e = y_element(ch, base + i, *e);
             }
@@ -1432,9 +1568,7 @@ pub fn run(
                 *x = out_cvt(true, out_prec, e, cvt_offset, cvt_scale, cvt_shift);
             }
         } else {
-            for (x, &e) in o.iter_mut().zip(&v) {
-                *x = out_cvt(false, out_prec, e, cvt_offset, cvt_scale, cvt_shift);
-            }
+            out_cvt_int(out_prec, &v, o, cvt_offset, cvt_scale, cvt_shift);
         }
     };
     if plane * c >= PARALLEL_ELEMENTS {
