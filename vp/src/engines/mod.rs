@@ -139,6 +139,42 @@ pub(crate) fn par_ranges<T: Send>(
         .collect()
 }
 
+/// Whether the CPU runs AVX-512 (F, DQ, BW, VL): loops that LLVM vectorises are compiled
+/// for it too ([`wide`]) and chosen at run time; `NVDLA_VP_NO_AVX512=1` keeps the baseline
+/// build's. The same arithmetic either way, only the instructions differ.
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn has_wide() -> bool {
+    static WIDE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *WIDE.get_or_init(|| {
+        std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512dq")
+            && std::arch::is_x86_feature_detected!("avx512bw")
+            && std::arch::is_x86_feature_detected!("avx512vl")
+            && std::arch::is_x86_feature_detected!("avx2")
+            && std::env::var_os("NVDLA_VP_NO_AVX512").is_none_or(|v| v.is_empty() || v == "0")
+    })
+}
+
+/// Runs `f`, with the loops it inlines compiled for AVX-512 when [`has_wide`] (a closure
+/// called once is inlined into the wrapper, which carries the target features): 64-bit
+/// lanes, maxima and conversions that the x86-64 baseline does element by element.
+#[inline(always)]
+pub(crate) fn wide<R>(f: impl FnOnce() -> R) -> R {
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2")]
+        fn run<R>(f: impl FnOnce() -> R) -> R {
+            f()
+        }
+        if has_wide() {
+            // SAFETY: `has_wide()` found the CPU features `run` is compiled for.
+            #[allow(unsafe_code)]
+            return unsafe { run(f) };
+        }
+    }
+    f()
+}
+
 /// Checks `w * h * c` against [`MAX_CUBE_ELEMENTS`].
 pub fn check_cube(block: &'static str, w: usize, h: usize, c: usize) -> Result<(), EngineError> {
     match w.checked_mul(h).and_then(|v| v.checked_mul(c)) {

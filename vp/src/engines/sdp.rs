@@ -340,24 +340,9 @@ impl XCfg {
 
     /// The X unit on every element of `v`, with the ALU operands already shifted
     /// ([`XCfg::alu_operand`]): the configuration is matched once, so each loop has no
-    /// per-element branch. The loops are compiled for AVX-512 too ([`wide`]).
+    /// per-element branch. The loops are compiled for AVX-512 too ([`super::wide`]).
     fn apply_all<A: OpSrc, M: OpSrc>(&self, v: &mut [i64], op: A, mul_op: M) {
-        #[cfg(target_arch = "x86_64")]
-        if wide() {
-            // SAFETY: `wide()` found the CPU features `apply_all_avx512` is compiled for.
-            #[allow(unsafe_code)]
-            unsafe {
-                self.apply_all_avx512(v, op, mul_op)
-            };
-            return;
-        }
-        self.apply_all_inner(v, op, mul_op)
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2")]
-    fn apply_all_avx512<A: OpSrc, M: OpSrc>(&self, v: &mut [i64], op: A, mul_op: M) {
-        self.apply_all_inner(v, op, mul_op)
+        super::wide(|| self.apply_all_inner(v, op, mul_op))
     }
 
     #[inline(always)]
@@ -403,47 +388,27 @@ const MUL_BYPASS: u8 = 0;
 const MUL_MUL: u8 = 1;
 const MUL_PRELU: u8 = 2;
 
-/// Whether the CPU runs AVX-512 (F, DQ, BW, VL): the integer stage loops are compiled for
-/// it too (64-bit lanes multiply in one instruction there) and chosen at run time;
-/// `NVDLA_VP_NO_AVX512=1` keeps the baseline build's loops. The same arithmetic either
-/// way, only the instructions differ.
-#[cfg(target_arch = "x86_64")]
-fn wide() -> bool {
-    static WIDE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *WIDE.get_or_init(|| {
-        std::arch::is_x86_feature_detected!("avx512f")
-            && std::arch::is_x86_feature_detected!("avx512dq")
-            && std::arch::is_x86_feature_detected!("avx512bw")
-            && std::arch::is_x86_feature_detected!("avx512vl")
-            && std::arch::is_x86_feature_detected!("avx2")
-            && std::env::var_os("NVDLA_VP_NO_AVX512").is_none_or(|v| v.is_empty() || v == "0")
-    })
-}
-
 /// Output conversion of a channel's integer results `v` into `o` ([`out_cvt`]), with
-/// the loop compiled for AVX-512 where the CPU has it ([`wide`]).
+/// the loop compiled for AVX-512 where the CPU has it ([`super::wide`]).
 fn out_cvt_int(out_prec: Precision, v: &[i64], o: &mut [i32], offset: i64, scale: i64, shift: u32) {
+    // One loop per output precision, so that none branches per element.
     #[inline(always)]
     fn each(out_prec: Precision, v: &[i64], o: &mut [i32], offset: i64, scale: i64, shift: u32) {
-        for (x, &e) in o.iter_mut().zip(v) {
-            *x = out_cvt(false, out_prec, e, offset, scale, shift);
+        let cvt = |e: i64| shr_round_sat((e - offset) * scale, shift, 17);
+        match out_prec {
+            Precision::Fp16 => o
+                .iter_mut()
+                .zip(v)
+                .for_each(|(x, &e)| *x = i32::from(int_to_f16(cvt(e)))),
+            p => {
+                let bits = p.bytes() * 8;
+                o.iter_mut()
+                    .zip(v)
+                    .for_each(|(x, &e)| *x = sat(cvt(e), bits) as i32);
+            }
         }
     }
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2")]
-    fn each_avx512(p: Precision, v: &[i64], o: &mut [i32], offset: i64, scale: i64, shift: u32) {
-        each(p, v, o, offset, scale, shift)
-    }
-    #[cfg(target_arch = "x86_64")]
-    if wide() {
-        // SAFETY: `wide()` found the CPU features `each_avx512` is compiled for.
-        #[allow(unsafe_code)]
-        unsafe {
-            each_avx512(out_prec, v, o, offset, scale, shift)
-        };
-        return;
-    }
-    each(out_prec, v, o, offset, scale, shift)
+    super::wide(|| each(out_prec, v, o, offset, scale, shift))
 }
 
 /// Where a stage's operand comes from: one value for the whole loop (a register or a
@@ -697,22 +662,7 @@ impl YCfg {
     /// (converted): the sum of a memory operand without the multiplier, which residual
     /// additions use, as a loop of its own.
     fn apply_all<A: OpSrc, M: OpSrc>(&self, v: &mut [i64], alu: A, mul: M) {
-        #[cfg(target_arch = "x86_64")]
-        if wide() {
-            // SAFETY: `wide()` found the CPU features `apply_all_avx512` is compiled for.
-            #[allow(unsafe_code)]
-            unsafe {
-                self.apply_all_avx512(v, alu, mul)
-            };
-            return;
-        }
-        self.apply_all_inner(v, alu, mul)
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2")]
-    fn apply_all_avx512<A: OpSrc, M: OpSrc>(&self, v: &mut [i64], alu: A, mul: M) {
-        self.apply_all_inner(v, alu, mul)
+        super::wide(|| self.apply_all_inner(v, alu, mul))
     }
 
     #[inline(always)]

@@ -168,7 +168,7 @@ fn int_bound(g: &Geom, max_data: u32, max_weight: u32) -> u128 {
 /// CACC's integer sums before truncation: on the host's SIMD kernels where every
 /// partial sum fits in 32 bits ([`super::int_simd`]), else [`conv_int_portable`].
 fn conv_int(g: &Geom, input: &InputCube, w: &Weights) -> Result<Vec<i64>, EngineError> {
-    let (md, mw) = int_magnitudes(g, input, w);
+    let (md, mw) = crate::engines::wide(|| int_magnitudes(g, input, w));
     if int_bound(g, md, mw) < (1 << 31) && super::int_simd::applies(g, md, mw) {
         if let Some(v) = super::int_simd::conv(g, input, w) {
             return Ok(v);

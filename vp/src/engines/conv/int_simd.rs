@@ -172,7 +172,9 @@ fn pair(lo: i32, hi: i32) -> i32 {
     i32::from(lo as u16) | (i32::from(hi as u16) << 16)
 }
 
-/// The phase planes of batch `b` (see the module documentation).
+/// The phase planes of batch `b` (see the module documentation). Inlined into
+/// [`crate::engines::wide`]'s wrapper by its caller.
+#[inline(always)]
 fn planes(g: &Geom, p: &Plan, input: &InputCube, b: usize) -> Vec<i32> {
     let hq = p.plane_len / p.wq;
     let pad = pair(g.pad, g.pad);
@@ -228,6 +230,7 @@ fn planes(g: &Geom, p: &Plan, input: &InputCube, b: usize) -> Vec<i32> {
 
 /// The weights in blocks of [`MR`] kernels: `[block][step][kernel]` pairs, kernels past
 /// the last zero.
+#[inline(always)]
 fn packed_weights(g: &Geom, p: &Plan, w: &Weights) -> Vec<i32> {
     let blocks = g.k.div_ceil(MR);
     let nsteps = p.steps.len();
@@ -263,14 +266,15 @@ pub(super) fn applies(g: &Geom, max_data: u32, max_weight: u32) -> bool {
 pub(super) fn conv(g: &Geom, input: &InputCube, w: &Weights) -> Option<Vec<i64>> {
     let kernel = int_kernel();
     let p = Plan::new(g)?;
-    let wk = packed_weights(g, &p, w);
+    use crate::engines::wide;
+    let wk = wide(|| packed_weights(g, &p, w));
     let blocks = g.k.div_ceil(MR);
     let nsteps = p.steps.len();
     let (ow, oh) = (g.out_w, g.out_h);
     let mut out = vec![0i64; input.batches * g.k * oh * ow];
     let macs = (g.k * oh * ow * g.in_c * g.r * g.s) as u64;
     for b in 0..input.batches {
-        let planes = planes(g, &p, input, b);
+        let planes = wide(|| planes(g, &p, input, b));
         let tiles = p.npos / TILE;
         let run = |range: std::ops::Range<usize>| -> (usize, Vec<i32>) {
             // `[k][position]` for this range's positions.
@@ -296,23 +300,26 @@ pub(super) fn conv(g: &Geom, input: &InputCube, w: &Weights) -> Option<Vec<i64>>
             vec![run(0..tiles)]
         };
         // Scatter the virtual positions' sums to the outputs, row by row.
-        for (first, part) in &parts {
-            let n = part.len() / (blocks * MR);
-            let (first, end) = (*first, first + n);
-            for k in 0..g.k {
-                let src = &part[k * n..][..n];
-                let dst = &mut out[((b * g.k + k) * oh) * ow..][..oh * ow];
-                for (oy, d) in dst.chunks_exact_mut(ow).enumerate() {
-                    let row = oy * p.wq;
-                    let (lo, hi) = (row.max(first), (row + ow).min(end));
-                    if lo < hi {
-                        for (o, &v) in d[lo - row..hi - row].iter_mut().zip(&src[lo - first..]) {
-                            *o = i64::from(v);
+        wide(|| {
+            for (first, part) in &parts {
+                let n = part.len() / (blocks * MR);
+                let (first, end) = (*first, first + n);
+                for k in 0..g.k {
+                    let src = &part[k * n..][..n];
+                    let dst = &mut out[((b * g.k + k) * oh) * ow..][..oh * ow];
+                    for (oy, d) in dst.chunks_exact_mut(ow).enumerate() {
+                        let row = oy * p.wq;
+                        let (lo, hi) = (row.max(first), (row + ow).min(end));
+                        if lo < hi {
+                            for (o, &v) in d[lo - row..hi - row].iter_mut().zip(&src[lo - first..])
+                            {
+                                *o = i64::from(v);
+                            }
                         }
                     }
                 }
             }
-        }
+        });
     }
     Some(out)
 }
