@@ -168,8 +168,36 @@ impl Format {
         sbit | ((ef as u64) << self.mant) | (r & ((1 << self.mant) - 1))
     }
 
+    /// Two binary32 operands that are both normal, as `f32`: the arithmetic's common
+    /// case, where the host's IEEE operation gives the same bits whenever its result is
+    /// normal (see [`Format::add`], [`Format::mul`]).
+    #[inline(always)]
+    fn normal_f32s(self, a: u64, b: u64) -> Option<(f32, f32)> {
+        if self != FP32 {
+            return None;
+        }
+        let (x, y) = (f32::from_bits(a as u32), f32::from_bits(b as u32));
+        (x.is_normal() && y.is_normal()).then_some((x, y))
+    }
+
     /// Adds two values of this format (see the module notes).
+    ///
+    /// Two normal binary32 operands whose IEEE sum is normal give that sum: both round
+    /// the exact sum to nearest-even, and a sum below the smallest normal (which the
+    /// adder flushes) is a multiple of 2^-149, exact and subnormal in IEEE, so it takes
+    /// the general path.
+    #[inline]
     pub fn add(self, a: u64, b: u64) -> u64 {
+        if let Some((x, y)) = self.normal_f32s(a, b) {
+            let s = x + y;
+            if s.is_normal() {
+                return u64::from(s.to_bits());
+            }
+        }
+        self.add_general(a, b)
+    }
+
+    fn add_general(self, a: u64, b: u64) -> u64 {
         if self.is_nan(a) {
             return a;
         }
@@ -187,7 +215,24 @@ impl Format {
     }
 
     /// Multiplies two values of this format.
+    ///
+    /// Two normal binary32 operands whose IEEE product is normal give that product: both
+    /// round the exact product to nearest-even (24 bits at the same exponent); an exact
+    /// product just below the smallest normal that IEEE rounds up to it rounds up here
+    /// too (the multiplier rounds before it flushes), and any other result takes the
+    /// general path.
+    #[inline]
     pub fn mul(self, a: u64, b: u64) -> u64 {
+        if let Some((x, y)) = self.normal_f32s(a, b) {
+            let p = x * y;
+            if p.is_normal() {
+                return u64::from(p.to_bits());
+            }
+        }
+        self.mul_general(a, b)
+    }
+
+    fn mul_general(self, a: u64, b: u64) -> u64 {
         if self.is_nan(a) {
             return a;
         }
@@ -429,6 +474,39 @@ mod tests {
                 };
                 assert_eq!(f32::from_bits(p), want, "{a} * {b}");
             }
+        }
+    }
+
+    #[test]
+    fn fp32_fast_paths_equal_the_general_arithmetic() {
+        // Operands with exponents at the edges (near the smallest normal, near overflow,
+        // zero/subnormal/infinite/NaN fields) and in the middle, random mantissas.
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let operand = |r: u64| -> u64 {
+            let e = match r % 8 {
+                0 => r >> 8 & 3,
+                1 => 254 - (r >> 8 & 3),
+                2 => 255,
+                3 => 0,
+                4 => 60 + (r >> 8 & 7),
+                _ => (r >> 8) % 256,
+            };
+            (r >> 63) << 31 | e << 23 | (r >> 16 & 0x7f_ffff)
+        };
+        for _ in 0..1_000_000 {
+            let (a, b) = (operand(next()), operand(next()));
+            assert_eq!(FP32.add(a, b), FP32.add_general(a, b), "{a:#x} + {b:#x}");
+            assert_eq!(FP32.mul(a, b), FP32.mul_general(a, b), "{a:#x} * {b:#x}");
+            // Products near the smallest normal (biased exponents summing to 127 or 128).
+            let c = (next() >> 63) << 31 | (63 + (a >> 23 & 1)) << 23 | (a & 0x7f_ffff);
+            let d = (b & 0x807f_ffff) | 64 << 23;
+            assert_eq!(FP32.mul(c, d), FP32.mul_general(c, d), "{c:#x} * {d:#x}");
         }
     }
 

@@ -328,6 +328,10 @@ const MAX_GROUP: usize = 64;
 #[derive(Debug, Clone)]
 pub struct Blocks {
     lanes: usize,
+    /// The active lanes of each block when there are at most [`SPARSE_LANES`] of them
+    /// (depthwise and grouped convolutions' block-diagonal weights, few-channel inputs):
+    /// their blocks take [`Blocks::mac_sparse`], lane by lane.
+    sparse: Vec<Sparse>,
     /// Coarse exponent (`exp >> 2`) of an active lane, negative for an inactive one.
     coarse: Vec<i16>,
     /// Pre-shifted mantissa with the sign applied (|v| <= 0x3ff8), 0 when inactive.
@@ -351,6 +355,17 @@ pub struct Blocks {
     wide512: bool,
 }
 
+/// Active lanes a block may have for [`Blocks::mac_sparse`].
+const SPARSE_LANES: usize = 6;
+
+/// The active lanes of a block, when it has at most [`SPARSE_LANES`] (`n` is `u8::MAX`
+/// for a block with more).
+#[derive(Debug, Clone, Copy)]
+struct Sparse {
+    n: u8,
+    lanes: [u8; SPARSE_LANES],
+}
+
 /// One block of [`Blocks`].
 #[derive(Debug, Clone, Copy)]
 pub struct BlockRef<'a> {
@@ -372,6 +387,7 @@ impl Blocks {
         let wide512 = lanes.is_multiple_of(32) && arith_avx512::available();
         Blocks {
             lanes,
+            sparse: Vec::new(),
             coarse: Vec::new(),
             val: Vec::new(),
             hi: Vec::new(),
@@ -391,6 +407,7 @@ impl Blocks {
 
     /// Removes every block.
     pub fn clear(&mut self) {
+        self.sparse.clear();
         self.coarse.clear();
         self.val.clear();
         self.hi.clear();
@@ -420,6 +437,23 @@ impl Blocks {
             self.hi.push(v >> 7);
             self.lo.push(v & 127);
         }
+        let mut sparse = Sparse {
+            n: 0,
+            lanes: [0; SPARSE_LANES],
+        };
+        for (i, _) in self.coarse[start..]
+            .iter()
+            .enumerate()
+            .filter(|(_, &c)| c != INACTIVE)
+        {
+            if usize::from(sparse.n) == SPARSE_LANES {
+                sparse.n = u8::MAX;
+                break;
+            }
+            sparse.lanes[usize::from(sparse.n)] = i as u8;
+            sparse.n += 1;
+        }
+        self.sparse.push(sparse);
         #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
         {
             // The new lanes in register-sized runs: coarse, hi, lo and val.
@@ -463,6 +497,9 @@ impl Blocks {
     /// [`mac_f16_fast`] on data block `di` of `self` and weight block `wi` of `w`.
     #[inline]
     pub fn mac(&self, di: usize, w: &Blocks, wi: usize) -> MacF16 {
+        if let Some((exp, sum)) = self.mac_sparse(di, w, wi) {
+            return MacF16::from_sum(exp, sum);
+        }
         #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
         {
             let (dr, wr) = (
@@ -505,6 +542,9 @@ impl Blocks {
         owner: u32,
         deferred: &mut Deferred,
     ) -> (u8, i64) {
+        if let Some(r) = self.mac_sparse(di, w, wi) {
+            return r;
+        }
         #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
         if self.wide512 && w.wide512 {
             let (dn, wn) = (self.lanes / 32, w.lanes / 32);
@@ -552,6 +592,42 @@ impl Blocks {
         let _ = (owner, &deferred);
         let m = self.mac(di, w, wi);
         (m.exp, m.mant)
+    }
+
+    /// The block exponent and the sum of the aligned products when weight block `wi` of
+    /// `w` or data block `di` has at most [`SPARSE_LANES`] active lanes, lane by lane:
+    /// only lanes active on both sides take part in the block exponent (the largest
+    /// coarse sum) and the sum, each lane's product aligned as the vector kernels and
+    /// the Booth multiplier align it ([`lane_product`]). `None` for a dense pair.
+    #[inline]
+    fn mac_sparse(&self, di: usize, w: &Blocks, wi: usize) -> Option<(u8, i64)> {
+        let (ws, ds) = (w.sparse[wi], self.sparse[di]);
+        let lanes = if ws.n <= ds.n { ws } else { ds };
+        if lanes.n == u8::MAX {
+            return None;
+        }
+        let [dc, dv, wc, wv] = self.lanes_of(di, w, wi);
+        let active = &lanes.lanes[..usize::from(lanes.n)];
+        let both = |i: &&u8| dc[usize::from(**i)] != INACTIVE && wc[usize::from(**i)] != INACTIVE;
+        let coarse = |i: usize| i32::from(dc[i]) + i32::from(wc[i]);
+        let Some(max) = active
+            .iter()
+            .filter(both)
+            .map(|&i| coarse(usize::from(i)))
+            .max()
+        else {
+            return Some((0, 0));
+        };
+        let t8 = booth8_errors();
+        let sum = active
+            .iter()
+            .filter(both)
+            .map(|&i| {
+                let i = usize::from(i);
+                i64::from(lane_product(max, coarse(i), dv[i].into(), wv[i].into(), t8))
+            })
+            .sum();
+        Some(((max * 4) as u8, sum))
     }
 
     /// The lane arrays of data block `di` and weight block `wi` of `w`: data coarse and
@@ -1421,6 +1497,28 @@ mod tests {
         }
         // Every alignment class was exercised many times.
         assert!(shifts.iter().all(|&c| c > 50_000), "{shifts:?}");
+    }
+
+    #[test]
+    fn sparse_blocks_match_booth_path() {
+        // 64-lane blocks where one side has 0 to 8 active lanes (block-diagonal weights of
+        // depthwise convolutions, inputs of few channels): the lane-by-lane path up to
+        // `SPARSE_LANES`, the vector kernels above it.
+        let mut r = Rng(0x5ba5);
+        for it in 0..40_000 {
+            let (cd, cw) = (r.below(32), r.below(32));
+            let dense: Vec<u16> = (0..64).map(|_| random_f16(&mut r, cd)).collect();
+            let mut few = vec![0u16; 64];
+            for _ in 0..it % 9 {
+                few[r.below(64) as usize] = random_f16(&mut r, cw);
+            }
+            let filler: Vec<u16> = (0..64).map(|_| random_f16(&mut r, 15)).collect();
+            if it % 2 == 0 {
+                check_fast(&dense, &few, &filler);
+            } else {
+                check_fast(&few, &dense, &filler);
+            }
+        }
     }
 
     #[test]
