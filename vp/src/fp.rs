@@ -168,24 +168,25 @@ impl Format {
         sbit | ((ef as u64) << self.mant) | (r & ((1 << self.mant) - 1))
     }
 
-    /// Two binary32 operands that are both normal, as `f32`: the arithmetic's common
-    /// case, where the host's IEEE operation gives the same bits whenever its result is
-    /// normal (see [`Format::add`], [`Format::mul`]).
+    /// Two binary32 operands that are each normal or zero, as `f32`: the arithmetic's
+    /// common case, where the host's IEEE operation gives the same bits whenever its
+    /// result is normal (see [`Format::add`], [`Format::mul`]).
     #[inline(always)]
     fn normal_f32s(self, a: u64, b: u64) -> Option<(f32, f32)> {
         if self != FP32 {
             return None;
         }
         let (x, y) = (f32::from_bits(a as u32), f32::from_bits(b as u32));
-        (x.is_normal() && y.is_normal()).then_some((x, y))
+        let ok = |v: f32| v.is_normal() || v == 0.0;
+        (ok(x) && ok(y)).then_some((x, y))
     }
 
     /// Adds two values of this format (see the module notes).
     ///
-    /// Two normal binary32 operands whose IEEE sum is normal give that sum: both round
-    /// the exact sum to nearest-even, and a sum below the smallest normal (which the
-    /// adder flushes) is a multiple of 2^-149, exact and subnormal in IEEE, so it takes
-    /// the general path.
+    /// Two binary32 operands, normal or zero, whose IEEE sum is normal give that sum:
+    /// both round the exact sum to nearest-even, and a sum below the smallest normal
+    /// (which the adder flushes) is a multiple of 2^-149, exact and subnormal in IEEE, so
+    /// it takes the general path, as does a zero sum (whose sign differs).
     #[inline]
     pub fn add(self, a: u64, b: u64) -> u64 {
         if let Some((x, y)) = self.normal_f32s(a, b) {
@@ -216,16 +217,17 @@ impl Format {
 
     /// Multiplies two values of this format.
     ///
-    /// Two normal binary32 operands whose IEEE product is normal give that product: both
-    /// round the exact product to nearest-even (24 bits at the same exponent); an exact
-    /// product just below the smallest normal that IEEE rounds up to it rounds up here
-    /// too (the multiplier rounds before it flushes), and any other result takes the
+    /// Two binary32 operands, normal or zero, whose IEEE product is normal give that
+    /// product: both round the exact product to nearest-even (24 bits at the same
+    /// exponent); an exact product just below the smallest normal that IEEE rounds up to
+    /// it rounds up here too (the multiplier rounds before it flushes). A zero operand
+    /// gives zero with the sign of the product in both. Any other result takes the
     /// general path.
     #[inline]
     pub fn mul(self, a: u64, b: u64) -> u64 {
         if let Some((x, y)) = self.normal_f32s(a, b) {
             let p = x * y;
-            if p.is_normal() {
+            if p.is_normal() || (p == 0.0 && (x == 0.0 || y == 0.0)) {
                 return u64::from(p.to_bits());
             }
         }
@@ -324,11 +326,35 @@ fn round_half_even(q: f64) -> f64 {
 
 /// fp16 bits to fp32 bits (exact).
 pub fn f16_to_f32(h: u16) -> u32 {
-    FP16.convert(u64::from(h), FP32, true) as u32
+    let (sign, e, m) = (
+        u32::from(h & 0x8000) << 16,
+        u32::from(h >> 10 & 0x1f),
+        u32::from(h & 0x3ff),
+    );
+    match e {
+        // Normal: the exponent rebiased, the mantissa widened (exact).
+        1..=30 => sign | (e + 112) << 23 | m << 13,
+        // Subnormal: m · 2^-24, a normal binary32 (exact).
+        0 if m != 0 => sign | (m as f32 * (1.0 / 16_777_216.0)).to_bits(),
+        0 => sign,
+        _ => FP16.convert(u64::from(h), FP32, true) as u32,
+    }
 }
 
 /// fp32 bits to fp16 bits (round to nearest-even, subnormals kept).
 pub fn f32_to_f16(f: u32) -> u16 {
+    // A value in fp16's normal range whose rounding stays there: the mantissa rounded to
+    // 10 bits, nearest-even (a carry moves into the exponent). Subnormal and overflowing
+    // results, NaN and infinity take the general conversion.
+    let (sign, e, m) = (f >> 16 & 0x8000, f >> 23 & 0xff, f & 0x7f_ffff);
+    if (113..=142).contains(&e) {
+        let h = (e - 112) << 10 | m >> 13;
+        let rest = m & 0x1fff;
+        let h = h + u32::from(rest > 0x1000 || (rest == 0x1000 && h & 1 == 1));
+        if h < 0x7c00 {
+            return (sign | h) as u16;
+        }
+    }
     FP32.convert(u64::from(f), FP16, true) as u16
 }
 
@@ -489,7 +515,8 @@ mod tests {
             x
         };
         let operand = |r: u64| -> u64 {
-            let e = match r % 8 {
+            let e = match r % 9 {
+                8 => return (r >> 63) << 31, // signed zero
                 0 => r >> 8 & 3,
                 1 => 254 - (r >> 8 & 3),
                 2 => 255,
@@ -507,6 +534,33 @@ mod tests {
             let c = (next() >> 63) << 31 | (63 + (a >> 23 & 1)) << 23 | (a & 0x7f_ffff);
             let d = (b & 0x807f_ffff) | 64 << 23;
             assert_eq!(FP32.mul(c, d), FP32.mul_general(c, d), "{c:#x} * {d:#x}");
+        }
+    }
+
+    #[test]
+    fn fp16_fp32_conversion_fast_paths_equal_the_general_conversion() {
+        for h in 0..=u16::MAX {
+            let want = FP16.convert(u64::from(h), FP32, true) as u32;
+            assert_eq!(f16_to_f32(h), want, "{h:#06x}");
+        }
+        // Every fp16 value's neighbourhood in binary32 (ties, the rounding carry into the
+        // exponent and into overflow) and random patterns.
+        let mut x = 0x9e37_79b9u32;
+        for h in 0..=u16::MAX {
+            let f = f16_to_f32(h);
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            for v in [
+                f,
+                f.wrapping_add(0x1000),
+                f.wrapping_sub(0x1000),
+                f ^ 0xfff,
+                x,
+            ] {
+                let want = FP32.convert(u64::from(v), FP16, true) as u16;
+                assert_eq!(f32_to_f16(v), want, "{v:#010x}");
+            }
         }
     }
 

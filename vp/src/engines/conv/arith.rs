@@ -606,14 +606,30 @@ impl Blocks {
         if lanes.n == u8::MAX {
             return None;
         }
-        let [dc, dv, wc, wv] = self.lanes_of(di, w, wi);
+        let (d0, w0) = (di * self.lanes, wi * w.lanes);
+        // Lane `i`'s coarse sum and signed mantissas, when it is active on both sides.
+        let lane = |i: u8| -> Option<(i32, i32, i32)> {
+            let i = usize::from(i);
+            let (dc, wc) = (self.coarse[d0 + i], w.coarse[w0 + i]);
+            (dc != INACTIVE && wc != INACTIVE).then(|| {
+                (
+                    i32::from(dc) + i32::from(wc),
+                    i32::from(self.val[d0 + i]),
+                    i32::from(w.val[w0 + i]),
+                )
+            })
+        };
         let active = &lanes.lanes[..usize::from(lanes.n)];
-        let both = |i: &&u8| dc[usize::from(**i)] != INACTIVE && wc[usize::from(**i)] != INACTIVE;
-        let coarse = |i: usize| i32::from(dc[i]) + i32::from(wc[i]);
+        if let [i] = active {
+            // One lane: aligned by 0 bits, its exact product.
+            return Some(
+                lane(*i).map_or((0, 0), |(c, dv, wv)| ((c * 4) as u8, i64::from(dv * wv))),
+            );
+        }
         let Some(max) = active
             .iter()
-            .filter(both)
-            .map(|&i| coarse(usize::from(i)))
+            .filter_map(|&i| lane(i))
+            .map(|(c, _, _)| c)
             .max()
         else {
             return Some((0, 0));
@@ -621,11 +637,8 @@ impl Blocks {
         let t8 = booth8_errors();
         let sum = active
             .iter()
-            .filter(both)
-            .map(|&i| {
-                let i = usize::from(i);
-                i64::from(lane_product(max, coarse(i), dv[i].into(), wv[i].into(), t8))
-            })
+            .filter_map(|&i| lane(i))
+            .map(|(c, dv, wv)| i64::from(lane_product(max, c, dv, wv, t8)))
             .sum();
         Some(((max * 4) as u8, sum))
     }
@@ -1060,6 +1073,63 @@ fn top_bit_differing(v: i64, sign: bool, top: u32) -> i32 {
 }
 
 impl Fp48 {
+    /// The accumulator after adding block results `(exp, sum)` ([`MacF16::from_sum`])
+    /// one by one from zero, when no step can round: `None` otherwise.
+    ///
+    /// In [`Fp48::accumulate`]'s units a block result `(e, m)` is `m · 2^(e + 51)` and the
+    /// accumulator `mant · 2^exp` with `mant` normalised (bit 38 differs from the sign).
+    /// When every nonzero result is a multiple of `2^lo` and the sum of their magnitudes
+    /// is below `2^(lo + 37)`, every operand and partial sum has its leading bit at most
+    /// at `lo + 36`, so the accumulator's lowest bit sits below `2^lo`: no alignment
+    /// shifts out a set bit, an overflow's one-bit shift drops a zero and nothing rounds.
+    /// The result is then the exact sum, normalised.
+    pub fn sum_exact(exps: &[u8], sums: &[i64]) -> Option<Fp48> {
+        let blocks = || {
+            exps.iter()
+                .zip(sums)
+                .map(|(&e, &s)| MacF16::from_sum(e, s))
+                .filter(|m| m.mant != 0)
+        };
+        let mut lo = i32::MAX;
+        for m in blocks() {
+            if m.exp == 0x3f {
+                return None;
+            }
+            lo = lo.min(i32::from(m.exp) + 51 + m.mant.trailing_zeros() as i32);
+        }
+        if lo == i32::MAX {
+            return Some(Fp48::default());
+        }
+        let (mut total, mut magnitude) = (0i64, 0u64);
+        for m in blocks() {
+            // In units of 2^lo (a right shift only drops zeros: `lo` counts them).
+            let shift = i32::from(m.exp) + 51 - lo;
+            let bits = 64 - m.mant.unsigned_abs().leading_zeros() as i32;
+            if shift + bits > 37 {
+                return None;
+            }
+            let (v, a) = if shift >= 0 {
+                (m.mant << shift, m.mant.unsigned_abs() << shift)
+            } else {
+                (m.mant >> -shift, m.mant.unsigned_abs() >> -shift)
+            };
+            total += v;
+            magnitude += a;
+        }
+        if magnitude >= 1 << 37 {
+            return None;
+        }
+        if total == 0 {
+            return Some(Fp48::default());
+        }
+        let lead = top_bit_differing(total, total < 0, 62);
+        let exp = lo - (38 - lead);
+        (1..255).contains(&exp).then(|| Fp48 {
+            exp: exp as u8,
+            mant: total << (38 - lead),
+        })
+    }
+
     /// Adds one MAC block result.
     #[inline]
     pub fn accumulate(self, mac: MacF16) -> Fp48 {
@@ -1519,6 +1589,39 @@ mod tests {
                 check_fast(&few, &dense, &filler);
             }
         }
+    }
+
+    #[test]
+    fn exact_sums_equal_the_accumulation() {
+        // Block results as CACC receives them: mantissas of every size (single exact
+        // products up to full blocks), exponents close together and far apart, signs
+        // mixed so that sums cancel; each sequence the fast sum takes must give what
+        // accumulating one by one gives.
+        let mut r = Rng(0xacc);
+        let (mut taken, mut total) = (0, 0);
+        for it in 0..300_000 {
+            let n = 1 + r.below(30) as usize;
+            let base = r.below(57);
+            let spread = [0, 4, 8, 16, 57][it % 5];
+            let bits = [8, 22, 30, 38][r.below(4) as usize];
+            let mut exps = Vec::with_capacity(n);
+            let mut sums = Vec::with_capacity(n);
+            for _ in 0..n {
+                exps.push((base + r.below(spread + 1)).min(56) as u8 & !3);
+                let v = (i64::from(r.next()) << 32 | i64::from(r.next())) >> (64 - bits);
+                sums.push(if r.below(6) == 0 { 0 } else { v });
+            }
+            let want = exps.iter().zip(&sums).fold(Fp48::default(), |a, (&e, &s)| {
+                a.accumulate(MacF16::from_sum(e, s))
+            });
+            total += 1;
+            if let Some(got) = Fp48::sum_exact(&exps, &sums) {
+                taken += 1;
+                assert_eq!(got, want, "{exps:?} {sums:?}");
+            }
+        }
+        // Both paths were exercised.
+        assert!(taken > total / 10 && taken < total, "{taken} of {total}");
     }
 
     #[test]

@@ -422,10 +422,12 @@ fn conv_fp16(
                     for (k, (ke, ksum)) in
                         ks.zip(exps.chunks_exact(nops).zip(sums.chunks_exact(nops)))
                     {
-                        let mut acc = Fp48::default();
-                        for (&e, &s) in ke.iter().zip(ksum) {
-                            acc = acc.accumulate(MacF16::from_sum(e, s));
-                        }
+                        // Exactly, in one sum, when no step of CACC's order can round.
+                        let acc = Fp48::sum_exact(ke, ksum).unwrap_or_else(|| {
+                            ke.iter().zip(ksum).fold(Fp48::default(), |acc, (&e, &s)| {
+                                acc.accumulate(MacF16::from_sum(e, s))
+                            })
+                        });
                         out[k] = acc.to_f32_bits();
                     }
                 };
