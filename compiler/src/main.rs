@@ -111,8 +111,10 @@ struct Args {
     batch: u32,
     /// Per-layer comparison: compile with every layer's output kept, run on the built-in
     /// virtual platform with this image (fed as `nvdla-runtime --image` does, with
-    /// `--normalize`), and print each layer's error against the fp32 reference.
-    #[arg(long, value_name = "IMAGE")]
+    /// `--normalize`) or tensor file (`.npy`, `.pb`: the input's real values, fed as
+    /// `nvdla-runtime --input` does), and print each layer's error against the fp32
+    /// reference.
+    #[arg(long, value_name = "IMAGE|TENSOR")]
     compare: Option<PathBuf>,
     /// With `--compare`: the device to run on, as `nvdla-runtime --device` (default: vp, the
     /// built-in virtual platform; `rtl` runs NVIDIA's nv_small RTL).
@@ -306,7 +308,9 @@ fn run(a: &Args) -> Result<(), CompileError> {
         }
     }
     if let Some(image) = &a.compare {
-        if a.normalize.fract() != 0.0 || !(1.0..=255.0).contains(&a.normalize) {
+        if !nvdla_compiler::calibrate::is_tensor_file(image) && a.normalize.fract() != 0.0
+            || !(1.0..=255.0).contains(&a.normalize)
+        {
             return Err(CompileError::Option(
                 "--compare feeds the image as nvdla-runtime does: --normalize must be an \
                  integer from 1 to 255"

@@ -182,3 +182,64 @@ fn per_layer_comparison_reads_image_and_padded_surfaces() {
         assert!(r.cosine > 0.9999, "{}: cosine {}", r.tensor, r.cosine);
     }
 }
+
+/// `--compare` with a tensor file: the input's real values fed as `nvdla-runtime --input`
+/// feeds them (networks whose preprocessing an image cannot express), fp16 and int8.
+#[test]
+fn per_layer_comparison_reads_a_tensor_file() {
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared");
+    let model = root.join("models/onnx/mnist-cntk.onnx");
+    if !model.is_file() {
+        eprintln!("skipped: shared data not found at {}", root.display());
+        return;
+    }
+    // A .npy of 1x1x28x28 float32 values in [0, 1).
+    let mut x = 12345u32;
+    let values: Vec<f32> = (0..28 * 28)
+        .map(|_| {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            (x >> 8) as f32 / (1u32 << 24) as f32
+        })
+        .collect();
+    let mut header =
+        "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 1, 28, 28), }".to_string();
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut npy = b"\x93NUMPY\x01\x00".to_vec();
+    npy.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    npy.extend_from_slice(header.as_bytes());
+    for v in &values {
+        npy.extend_from_slice(&v.to_le_bytes());
+    }
+    let dir = std::env::temp_dir().join(format!("nvdla-compare-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let input = dir.join("x.npy");
+    std::fs::write(&input, &npy).unwrap();
+    let m = nvdla_compiler::Model::onnx_file(&model).unwrap();
+    for (hw, prec, min_cosine) in [
+        (&nvdla_hw::NV_FULL, Precision::Fp16, 0.9999),
+        (&nvdla_hw::NV_SMALL, Precision::Int8, 0.99),
+    ] {
+        let t = Target::new(hw, prec).unwrap();
+        let mut opts = nvdla_compiler::Options::new(t);
+        opts.keep_activations = true;
+        if prec == Precision::Int8 {
+            opts.calibration = nvdla_compiler::Calibrate::Samples(vec![input.clone()]);
+        }
+        let c = nvdla_compiler::compile(&m, &opts, &mut |_| {}).unwrap();
+        let rows = nvdla_compiler::compare::compare(&c, &t, &input, 1, &nvdla_umd::DeviceKind::Vp)
+            .unwrap();
+        assert!(rows.len() >= 4, "{} rows", rows.len());
+        for r in &rows {
+            assert!(
+                r.cosine > min_cosine,
+                "{prec:?} {}: cosine {}",
+                r.tensor,
+                r.cosine
+            );
+        }
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
