@@ -203,7 +203,7 @@ fn per_layer_comparison_reads_a_tensor_file() {
         .collect();
     let mut header =
         "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 1, 28, 28), }".to_string();
-    while (10 + header.len() + 1) % 64 != 0 {
+    while !(10 + header.len() + 1).is_multiple_of(64) {
         header.push(' ');
     }
     header.push('\n');
