@@ -5,7 +5,7 @@
 //! The tool for debugging a quantized network: the first layer whose error jumps is where
 //! the quantization (a scale, a saturation, a bias) goes wrong.
 
-use crate::engine::{HwOp, SurfKind, Surface};
+use crate::engine::{HwOp, SurfId, SurfKind, Surface};
 use crate::error::{CompileError, Result};
 use crate::target::{Precision, Target};
 use crate::Compiled;
@@ -179,9 +179,33 @@ pub fn compare(
         let x = read_surface(input_surface, mem.of(p, input_surface), atom)?;
         let g = &c.graph;
         let values = crate::reference::run(g, &[(g.inputs[0], x)])?;
+        // Each tensor is compared once it is whole: after the last operation writing it
+        // (or a part of it: the strips of a split convolution, the channels of a
+        // concatenation), labelled with every layer that wrote it.
+        let targets: Vec<Option<(SurfId, usize)>> =
+            p.ops.iter().map(|op| whole_tensor(op, p, g)).collect();
         let mut rows = Vec::new();
-        for op in &p.ops {
-            rows.extend(row(op, p, g, &values, &mem, atom)?);
+        for (i, op) in p.ops.iter().enumerate() {
+            let Some((sid, tid)) = targets[i] else {
+                continue;
+            };
+            if targets[i + 1..].iter().any(|t| t.map(|t| t.0) == Some(sid)) {
+                continue;
+            }
+            let mut layers: Vec<String> = Vec::new();
+            for (o, t) in p.ops.iter().zip(&targets) {
+                if t.map(|t| t.0) != Some(sid) {
+                    continue;
+                }
+                for l in &o.layers {
+                    // Strips of one layer are named `layer@first-line`.
+                    let base = l.split_once('@').map_or(l.as_str(), |(b, _)| b);
+                    if !layers.iter().any(|x| x == base) {
+                        layers.push(base.to_string());
+                    }
+                }
+            }
+            rows.extend(row(op, &layers, sid, tid, p, &values, &mem, atom)?);
         }
         Ok(rows)
     })();
@@ -211,25 +235,44 @@ impl Memories {
     }
 }
 
-fn row(
+/// The surface holding a whole graph tensor that `op` writes (its first output, or
+/// the view of one it writes into) and the tensor's index.
+fn whole_tensor(
     op: &HwOp,
     p: &crate::engine::Program,
     g: &crate::ir::Graph,
+) -> Option<(SurfId, usize)> {
+    // A CPU partition is compared on its first output.
+    let mut sid = op.writes()[0];
+    loop {
+        let s = p.surface(sid);
+        if let Some(tid) = g.tensors.iter().position(|t| t.name == s.name) {
+            let shape = g.tensors[tid].shape;
+            if (shape.c, shape.h, shape.w) == (s.c as usize, s.h as usize, s.w as usize) {
+                return Some((sid, tid));
+            }
+        }
+        // Operations inside a lowering (deconvolution phases, row chunks, strips) write
+        // views with no tensor of their own: look at what they are part of.
+        match s.kind {
+            SurfKind::View { parent, .. } => sid = parent,
+            _ => return None,
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn row(
+    op: &HwOp,
+    layers: &[String],
+    sid: SurfId,
+    tid: usize,
+    p: &crate::engine::Program,
     values: &[Vec<f32>],
     mem: &Memories,
     atom: usize,
 ) -> Result<Option<Row>> {
-    // A CPU partition is compared on its first output.
-    let s = p.surface(op.writes()[0]);
-    // Operations inside a lowering (deconvolution phases, row chunks) write surfaces with
-    // no tensor of their own: compare the tensor once it is whole.
-    let Some(tid) = g.tensors.iter().position(|t| t.name == s.name) else {
-        return Ok(None);
-    };
-    let shape = g.tensors[tid].shape;
-    if (shape.c, shape.h, shape.w) != (s.c as usize, s.h as usize, s.w as usize) {
-        return Ok(None);
-    }
+    let s = p.surface(sid);
     let hw = match read_surface(s, mem.of(p, s), atom) {
         Ok(v) => v,
         // A CPU partition writing a network output writes it in the host's layout, not
@@ -239,7 +282,7 @@ fn row(
     };
     let (max_abs_error, max_abs_reference, cosine, snr_db) = stats(&hw, &values[tid]);
     Ok(Some(Row {
-        layers: op.layers.join("+"),
+        layers: layers.join("+"),
         engine: format!("{:?}", op.engine()),
         tensor: s.name.clone(),
         shape: [s.c, s.h, s.w],

@@ -194,29 +194,10 @@ fn per_layer_comparison_reads_a_tensor_file() {
         return;
     }
     // A .npy of 1x1x28x28 float32 values in [0, 1).
-    let mut x = 12345u32;
-    let values: Vec<f32> = (0..28 * 28)
-        .map(|_| {
-            x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
-            (x >> 8) as f32 / (1u32 << 24) as f32
-        })
-        .collect();
-    let mut header =
-        "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 1, 28, 28), }".to_string();
-    while !(10 + header.len() + 1).is_multiple_of(64) {
-        header.push(' ');
-    }
-    header.push('\n');
-    let mut npy = b"\x93NUMPY\x01\x00".to_vec();
-    npy.extend_from_slice(&(header.len() as u16).to_le_bytes());
-    npy.extend_from_slice(header.as_bytes());
-    for v in &values {
-        npy.extend_from_slice(&v.to_le_bytes());
-    }
     let dir = std::env::temp_dir().join(format!("nvdla-compare-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let input = dir.join("x.npy");
-    std::fs::write(&input, &npy).unwrap();
+    std::fs::write(&input, npy([1, 1, 28, 28], 12345)).unwrap();
     let m = nvdla_compiler::Model::onnx_file(&model).unwrap();
     for (hw, prec, min_cosine) in [
         (&nvdla_hw::NV_FULL, Precision::Fp16, 0.9999),
@@ -242,4 +223,64 @@ fn per_layer_comparison_reads_a_tensor_file() {
         }
     }
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A `.npy` of float32 values in [0, 1) of shape `shape` (a deterministic sequence from
+/// `seed`).
+fn npy(shape: [usize; 4], seed: u32) -> Vec<u8> {
+    let mut x = seed;
+    let n: usize = shape.iter().product();
+    let mut header = format!(
+        "{{'descr': '<f4', 'fortran_order': False, 'shape': ({}, {}, {}, {}), }}",
+        shape[0], shape[1], shape[2], shape[3]
+    );
+    while !(10 + header.len() + 1).is_multiple_of(64) {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut out = b"\x93NUMPY\x01\x00".to_vec();
+    out.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    out.extend_from_slice(header.as_bytes());
+    for _ in 0..n {
+        x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+        out.extend_from_slice(&((x >> 8) as f32 / (1u32 << 24) as f32).to_le_bytes());
+    }
+    out
+}
+
+/// A convolution too big for the convolution buffer runs as row chunks, each writing a
+/// part of the output: `--compare` shows the tensor once, when it is whole, under the
+/// layer's own name.
+#[test]
+fn per_layer_comparison_joins_a_split_convolution() {
+    let g = network(3, 480, [3, 3], 2, 1);
+    let t = Target::new(&nvdla_hw::NV_FULL, Precision::Fp16).unwrap();
+    let mut opts = nvdla_compiler::Options::new(t);
+    opts.keep_activations = true;
+    let c = nvdla_compiler::compile_graph(g, &opts).unwrap();
+    let chunks = c
+        .program
+        .ops
+        .iter()
+        .filter(|op| op.layers.iter().any(|l| l.starts_with("stem@")))
+        .count();
+    assert!(chunks > 1, "the stem is not split ({chunks} operations)");
+    let dir = std::env::temp_dir().join(format!("nvdla-compare-split-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let input = dir.join("x.npy");
+    std::fs::write(&input, npy([1, 3, 480, 480], 777)).unwrap();
+    let rows =
+        nvdla_compiler::compare::compare(&c, &t, &input, 1, &nvdla_umd::DeviceKind::Vp).unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+    let stem: Vec<_> = rows
+        .iter()
+        .filter(|r| r.layers.starts_with("stem"))
+        .collect();
+    assert_eq!(stem.len(), 1, "{rows:?}");
+    assert_eq!(stem[0].layers, "stem+stem_relu");
+    assert_eq!(stem[0].shape, [24, 240, 240]);
+    assert!(rows.iter().any(|r| r.layers == "head"), "{rows:?}");
+    for r in &rows {
+        assert!(r.cosine > 0.9999, "{}: cosine {}", r.tensor, r.cosine);
+    }
 }
