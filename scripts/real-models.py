@@ -335,6 +335,10 @@ def main():
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--inputs", type=int, default=8)
     ap.add_argument("--calib", type=int, default=8)
+    ap.add_argument("--int8-scales", default="per-channel", choices=["per-tensor", "per-channel"],
+                    help="int8 scales: per-tensor (one per weight tensor and activation, "
+                         "upstream's) or per-channel (per-filter weights, activations per "
+                         "channel where the hardware folds them in)")
     ap.add_argument("--variants", default=None,
                     help="default: fp16-nv_full,int8-nv_small (see DEFAULT_VARIANTS)")
     a = ap.parse_args()
@@ -374,7 +378,9 @@ def main():
                 sess = nvdla.InferenceSession(str(model), config=cfg, precision=prec,
                                               calibration=cal if prec == "int8" else None,
                                               cpu_fallback=True,
-                                              input_shapes={iname: [1, 3, h, w]})
+                                              input_shapes={iname: [1, 3, h, w]},
+                                              per_filter=a.int8_scales == "per-channel",
+                                              activation_scales=a.int8_scales)
             except nvdla.NvdlaError as e:
                 rows.append((name, variant, "FAIL", f"compile: {str(e).splitlines()[0]}"))
                 failed += 1

@@ -131,12 +131,13 @@ fn first_input(g: &Graph) -> Result<crate::ir::TensorId> {
 }
 
 /// Runs the reference on every sample (images or tensor files, see [`images_in`]) and
-/// derives per-tensor scales with `method`.
+/// derives per-tensor scales with `method`, and per-channel ones too with `per_channel`.
 pub fn from_images(
     g: &Graph,
     images: &[PathBuf],
     normalize: f32,
     method: RangeMethod,
+    per_channel: bool,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Calibration> {
     let input = first_input(g)?;
@@ -153,7 +154,7 @@ pub fn from_images(
             input_for(g, &images[i], normalize)
         }
     };
-    let mut cal = collect(g, images.len(), &sample, method, progress)?;
+    let mut cal = collect(g, images.len(), &sample, method, per_channel, progress)?;
     // An image input's scale is what the runtime's conversion implies, not its range; a
     // tensor input's is its range, like any other tensor's.
     if tensors == 0 {
@@ -169,6 +170,7 @@ pub fn from_arrays(
     g: &Graph,
     samples: &[Vec<f32>],
     method: RangeMethod,
+    per_channel: bool,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Calibration> {
     let input = first_input(g)?;
@@ -196,6 +198,7 @@ pub fn from_arrays(
         samples.len(),
         &|i| Ok(samples[i].clone()),
         method,
+        per_channel,
         progress,
     )
 }
@@ -207,6 +210,7 @@ fn collect(
     n: usize,
     sample: &(dyn Fn(usize) -> Result<Vec<f32>> + Sync),
     method: RangeMethod,
+    per_channel: bool,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Calibration> {
     let input = first_input(g)?;
@@ -216,6 +220,12 @@ fn collect(
     // on the order values arrive in).
     use rayon::prelude::*;
     let mut ranges: Vec<Option<RangeCollector>> = vec![None; g.tensors.len()];
+    // Per channel: the spatial tensors of more than one channel.
+    let by_channel = |t: usize| {
+        let s = g.shape(crate::ir::TensorId(t));
+        per_channel && s.c > 1 && s.h * s.w > 1
+    };
+    let mut channel_ranges: Vec<Option<Vec<RangeCollector>>> = vec![None; g.tensors.len()];
     let indices: Vec<usize> = (0..n).collect();
     let mut done = 0;
     for chunk in indices.chunks(rayon::current_num_threads().max(1)) {
@@ -224,15 +234,42 @@ fn collect(
             .map(|&i| crate::reference::run(g, &[(input, sample(i)?)]))
             .collect::<Result<_>>()?;
         for out in outs {
-            ranges.par_iter_mut().zip(out).for_each(|(r, v)| {
-                if !v.is_empty() {
-                    r.get_or_insert_with(|| RangeCollector::new(method, v.len() * n))
+            ranges
+                .par_iter_mut()
+                .zip(channel_ranges.par_iter_mut())
+                .zip(out)
+                .enumerate()
+                .for_each(|(t, ((r, cr), v))| {
+                    if v.is_empty() {
+                        return;
+                    }
+                    // A network output keeps its largest values: what matters there is
+                    // rare (a detection's score among thousands of empty anchors, the
+                    // top class's logit), and a percentile would clip exactly that.
+                    let m = if g.outputs.contains(&crate::ir::TensorId(t)) {
+                        RangeMethod::MaxAbs
+                    } else {
+                        method
+                    };
+                    r.get_or_insert_with(|| RangeCollector::new(m, v.len() * n))
                         .add(&v);
-                }
-            });
+                    if by_channel(t) {
+                        let s = g.shape(crate::ir::TensorId(t));
+                        let hw = s.h * s.w;
+                        let cr = cr.get_or_insert_with(|| {
+                            vec![RangeCollector::new(method, v.len() / s.c * n); s.c]
+                        });
+                        // NCHW: item after item, channel after channel.
+                        for (i, plane) in v.chunks(hw).enumerate() {
+                            cr[i % s.c].add(plane);
+                        }
+                    }
+                });
             done += 1;
             progress(done, n);
         }
     }
-    Ok(Calibration::from_ranges(&mut ranges))
+    let mut cal = Calibration::from_ranges(&mut ranges);
+    cal.add_channel_ranges(&mut channel_ranges);
+    Ok(cal)
 }

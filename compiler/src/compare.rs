@@ -37,6 +37,17 @@ pub struct Row {
 /// Reads surface `s` (NCxHWx, or an image of 4 components per pixel) from `bytes` (its
 /// memory) as NCHW f32.
 fn read_surface(s: &Surface, bytes: &[u8], atom: usize) -> Result<Vec<f32>> {
+    read_surface_scaled(s, bytes, atom, None)
+}
+
+/// [`read_surface`] with int8 scales per channel (`channel_scales`) instead of the
+/// surface's one.
+fn read_surface_scaled(
+    s: &Surface,
+    bytes: &[u8],
+    atom: usize,
+    channel_scales: Option<&[f32]>,
+) -> Result<Vec<f32>> {
     let bpe = s.precision.bytes() as usize;
     let cpa = atom / bpe;
     let (c, h, w) = (s.c as usize, s.h as usize, s.w as usize);
@@ -61,7 +72,9 @@ fn read_surface(s: &Surface, bytes: &[u8], atom: usize) -> Result<Vec<f32>> {
                     Precision::Fp16 => {
                         half::f16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f32()
                     }
-                    Precision::Int8 => f32::from(b[0] as i8) * s.scale,
+                    Precision::Int8 => {
+                        f32::from(b[0] as i8) * channel_scales.map_or(s.scale, |v| v[ch])
+                    }
                 };
             }
         }
@@ -273,7 +286,7 @@ fn row(
     atom: usize,
 ) -> Result<Option<Row>> {
     let s = p.surface(sid);
-    let hw = match read_surface(s, mem.of(p, s), atom) {
+    let hw = match read_surface_scaled(s, mem.of(p, s), atom, p.channel_scales(sid).as_deref()) {
         Ok(v) => v,
         // A CPU partition writing a network output writes it in the host's layout, not
         // as a surface: nothing to compare there.

@@ -80,6 +80,7 @@ pub fn program_json(p: &Program) -> String {
             "name": s.name, "shape": [s.c, s.h, s.w], "kind": format!("{:?}", s.kind),
             "offset": s.offset, "size": s.size, "line_stride": s.line_stride,
             "surf_stride": s.surf_stride, "scale": s.scale,
+            "channel_scales": p.channel_scales(id),
         })
     };
     let ops: Vec<_> = p

@@ -65,6 +65,11 @@ pub struct Surface {
     pub offset: u64,
     /// int8: the real value of one LSB (`real = q * scale`); 1 for fp16.
     pub scale: f32,
+    /// int8: a scale per channel instead (`real = q * channel_scales[c]`, each at most
+    /// `scale`), on activations calibrated channel by channel
+    /// ([`crate::Options::channel_scales`]). Set on the surface that owns the memory;
+    /// [`Program::channel_scales`] gives a view's share.
+    pub channel_scales: Option<Vec<f32>>,
     /// Batch items held back to back (network inputs and outputs of a batch > 1, whose
     /// items the operations read and write through views; `size` covers all of them).
     pub batch: u32,
@@ -468,6 +473,34 @@ impl Program {
     /// The surface `id`.
     pub fn surface(&self, id: SurfId) -> &Surface {
         &self.surfaces[id.0]
+    }
+
+    /// int8: the per-channel scales of `id`'s channels, if its memory holds an
+    /// activation with a scale per channel ([`Surface::channel_scales`]).
+    pub fn channel_scales(&self, id: SurfId) -> Option<Vec<f32>> {
+        let c = self.surface(id).c as usize;
+        let mut offset = 0usize;
+        let mut at = id;
+        loop {
+            let s = self.surface(at);
+            match s.kind {
+                SurfKind::View {
+                    parent,
+                    channel_offset,
+                    ..
+                } => {
+                    offset += channel_offset as usize;
+                    at = parent;
+                }
+                _ => {
+                    return s
+                        .channel_scales
+                        .as_ref()?
+                        .get(offset..offset + c)
+                        .map(<[f32]>::to_vec)
+                }
+            }
+        }
     }
 
     /// The surface that owns `id`'s memory (itself unless it is a view).

@@ -106,6 +106,11 @@ struct Args {
     /// `per-filter` (one per output channel).
     #[arg(long = "quantizationMode", default_value = "per-kernel", value_parser = ["per-kernel", "per-filter"])]
     quantization_mode: String,
+    /// int8 activations with `--calibrate`: `per-tensor` (one scale each, the default) or
+    /// `per-channel` (a scale per channel where the producer and readers fold it in:
+    /// convolutions, fully connected layers, SDP operations; docs/compiler.md).
+    #[arg(long, default_value = "per-tensor", value_parser = ["per-tensor", "per-channel"])]
+    activation_scales: String,
     /// Batch size (only 1 is supported).
     #[arg(long, default_value_t = 1)]
     batch: u32,
@@ -243,6 +248,7 @@ fn run(a: &Args) -> Result<(), CompileError> {
     opts.keep_activations = a.compare.is_some();
     opts.normalize = a.normalize;
     opts.per_filter = a.quantization_mode == "per-filter";
+    opts.channel_scales = a.activation_scales == "per-channel";
     opts.winograd = a.winograd;
     opts.image_input = a.image_input;
     if a.optimize {

@@ -64,6 +64,13 @@ pub struct Options {
     /// One weight scale per output channel (`--quantizationMode per-filter`) instead of
     /// one per layer.
     pub per_filter: bool,
+    /// int8 activations calibrated channel by channel (`--activation-scales
+    /// per-channel`): an activation whose producer is an SDP and whose readers are
+    /// convolutions (any groups), fully connected layers or SDP operations reading it as
+    /// their input or as a product's operand gets a scale per channel, folded into the
+    /// readers' weights and units. Networks whose channels span very different ranges
+    /// (folded batch-norms of depthwise blocks, hard-swish) keep their small channels.
+    pub channel_scales: bool,
     /// 3x3 stride-1 convolutions in Winograd mode (F(2x2, 3x3)) where the build has it
     /// (`--winograd`, part of `-O`): 2.25x fewer multiplies, outputs within the
     /// precision's tolerance of direct convolution rather than equal to it.
@@ -100,6 +107,7 @@ impl Options {
             normalize: 1.0,
             input_scale: None,
             per_filter: false,
+            channel_scales: false,
             winograd: false,
             image_input: false,
         }
@@ -180,6 +188,7 @@ impl Options {
                 files,
                 self.normalize,
                 self.calib_method,
+                self.channel_scales,
                 &mut |i, n| {
                     if i == n || i % 10 == 0 {
                         progress(&format!("calibrating: {i}/{n} samples"));
@@ -190,6 +199,7 @@ impl Options {
                 graph,
                 samples,
                 self.calib_method,
+                self.channel_scales,
                 &mut |i, n| {
                     if i == n || i % 10 == 0 {
                         progress(&format!("calibrating: {i}/{n} samples"));

@@ -10,11 +10,16 @@ use crate::error::{CompileError, Result};
 use crate::ir::{Graph, TensorId};
 use std::collections::HashMap;
 
-/// Per-tensor scales.
+/// Per-tensor scales, and per-channel ones where they were collected.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Calibration {
     /// `real = q * scale` for each calibrated tensor.
     pub scales: HashMap<TensorId, f32>,
+    /// Per-channel scales (`real = q * scale[c]`) of the tensors calibrated channel by
+    /// channel (`--activation-scales per-channel`): the lowering gives them to the
+    /// activations whose producer and readers can take them
+    /// ([`crate::lower`]'s channel scales), the others keep [`Calibration::scales`].
+    pub channels: HashMap<TensorId, Vec<f32>>,
 }
 
 /// How ranges are derived from sample activations.
@@ -143,7 +148,10 @@ impl Calibration {
                 }
             }
         }
-        Ok(Self { scales })
+        Ok(Self {
+            scales,
+            ..Self::default()
+        })
     }
 
     /// A table keyed by layer or tensor names onto the graph's tensors.
@@ -155,7 +163,10 @@ impl Calibration {
                 scales.insert(t, *s);
             }
         }
-        Self { scales }
+        Self {
+            scales,
+            ..Self::default()
+        }
     }
 
     /// Scales from collected ranges (`None`: a tensor without values), as
@@ -172,7 +183,32 @@ impl Calibration {
             };
             scales.insert(TensorId(i), amax / 127.0);
         }
-        Self { scales }
+        Self {
+            scales,
+            ..Self::default()
+        }
+    }
+
+    /// Adds per-channel scales from per-channel ranges (`None`: a tensor not collected
+    /// by channel). A channel without values, or all zero, takes the tensor's scale.
+    pub fn add_channel_ranges(&mut self, ranges: &mut [Option<Vec<RangeCollector>>]) {
+        for (i, r) in ranges.iter_mut().enumerate() {
+            let (Some(r), Some(&whole)) = (r, self.scales.get(&TensorId(i))) else {
+                continue;
+            };
+            let v: Vec<f32> = r
+                .iter_mut()
+                .map(|c| {
+                    let amax = c.range();
+                    if amax > 0.0 && amax.is_finite() {
+                        amax / 127.0
+                    } else {
+                        whole
+                    }
+                })
+                .collect();
+            self.channels.insert(TensorId(i), v);
+        }
     }
 
     /// Scales from sample activations: `values[t]` holds every value tensor `t` took over
@@ -189,6 +225,30 @@ impl Calibration {
             })
             .collect();
         Self::from_ranges(&mut ranges)
+    }
+
+    /// Adds per-channel scales from sample activations (`values[t]` as for
+    /// [`Calibration::from_activations`], NCHW of `g`'s shape for tensor `t`), for the
+    /// spatial tensors of more than one channel, as `--activation-scales per-channel`
+    /// collects them.
+    pub fn add_channel_activations(&mut self, g: &Graph, values: &[Vec<f32>], method: RangeMethod) {
+        let mut ranges: Vec<Option<Vec<RangeCollector>>> = values
+            .iter()
+            .enumerate()
+            .map(|(t, v)| {
+                let s = g.shape(TensorId(t));
+                let hw = s.h * s.w;
+                if s.c < 2 || hw < 2 || v.is_empty() || v.len() % (s.c * hw) != 0 {
+                    return None;
+                }
+                let mut r = vec![RangeCollector::new(method, v.len() / s.c); s.c];
+                for (i, plane) in v.chunks(hw).enumerate() {
+                    r[i % s.c].add(plane);
+                }
+                Some(r)
+            })
+            .collect();
+        self.add_channel_ranges(&mut ranges);
     }
 
     /// The table in NVIDIA's JSON format, keyed by tensor name (layer name for tensors our

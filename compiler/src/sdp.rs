@@ -225,6 +225,21 @@ impl SdpStages {
         Ok(())
     }
 
+    /// These stages with the result multiplied by a positive per-channel `factor` at
+    /// the end, in int8's unit of the value (no stage of its own where the plan
+    /// requantizes last anyway): how an SDP writes an activation with scales per
+    /// channel ([`crate::engine::Surface::channel_scales`]).
+    pub fn scale_output(&self, factor: &[f64]) -> SdpStages {
+        let mut out = self.clone();
+        let post = out
+            .post_scale
+            .get_or_insert_with(|| vec![1.0; factor.len()]);
+        for (p, f) in post.iter_mut().zip(factor) {
+            *p = (f64::from(*p) * f) as f32;
+        }
+        out
+    }
+
     /// The per-element operand surfaces.
     pub fn operands(&self) -> Vec<SurfId> {
         self.stages
@@ -477,7 +492,7 @@ impl SdpStages {
         layer: &str,
         unit: &[f64],
         out_scale: f64,
-        scale_of: &dyn Fn(SurfId) -> f64,
+        scale_of: &dyn Fn(SurfId, usize) -> f64,
     ) -> Result<Int8Encoding> {
         let err = |m: String| CompileError::layer(layer, "SDP", m);
         let plan = self.plan_int8(t, unit, out_scale, scale_of).map_err(err)?;
@@ -507,7 +522,7 @@ impl SdpStages {
         t: &Target,
         unit: &[f64],
         out_scale: f64,
-        scale_of: &dyn Fn(SurfId) -> f64,
+        scale_of: &dyn Fn(SurfId, usize) -> f64,
     ) -> bool {
         self.plan_int8(t, unit, out_scale, scale_of).is_ok()
     }
@@ -519,7 +534,7 @@ impl SdpStages {
         t: &Target,
         unit: &[f64],
         out_scale: f64,
-        scale_of: &dyn Fn(SurfId) -> f64,
+        scale_of: &dyn Fn(SurfId, usize) -> f64,
     ) -> std::result::Result<Int8Plan, String> {
         let c = unit.len();
         let mut luts = Vec::new();
@@ -537,7 +552,8 @@ impl SdpStages {
         // The unit an eltwise operand needs the value in: its scale / 2^shift, near the
         // output's unit with guard bits.
         let elt_target = |other: SurfId| -> (f64, u8) {
-            let so = scale_of(other);
+            // A sum's or maximum's operand has one scale (lower::channel_scales).
+            let so = scale_of(other, 0);
             let sh = ((so / out_scale).log2().round() as i32 + GUARD_BITS)
                 .clamp(0, MAX_ALU_SHIFT as i32);
             (so / 2f64.powi(sh), sh as u8)
@@ -646,8 +662,9 @@ impl SdpStages {
                         sh
                     };
                     if *mul {
-                        let so = scale_of(*other);
-                        u.iter_mut().for_each(|x| *x *= so);
+                        for (k, x) in u.iter_mut().enumerate() {
+                            *x *= scale_of(*other, k);
+                        }
                     }
                     phys.push(Phys::Eltwise {
                         alu: *alu,
@@ -968,7 +985,7 @@ mod tests {
         // The plan: a requantizing affine and the sum in X1 and X2, the factor in the
         // converter. The sum counts in the operand's unit with 8 guard bits (2^-12), so
         // the converter multiplies by -6 * 2^-12 / 2^-4 = -6/256.
-        let plan = s.plan_int8(&int8, &[2f64.powi(-8); 2], 2f64.powi(-4), &|_| {
+        let plan = s.plan_int8(&int8, &[2f64.powi(-8); 2], 2f64.powi(-4), &|_, _| {
             2f64.powi(-4)
         });
         let plan = plan.unwrap_or_else(|e| panic!("{e}"));

@@ -49,6 +49,8 @@ static WINOGRAD_LAYERS: std::sync::atomic::AtomicUsize = std::sync::atomic::Atom
 
 /// Builds whose input is an image (counted to show the coverage).
 static IMAGE_INPUTS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+/// Activations given scales per channel in the `+C` builds.
+static CHANNEL_SCALED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// Networks per run unless `NVDLA_RANDOM_NETWORKS` says otherwise.
 const DEFAULT_COUNT: u64 = 300;
@@ -352,6 +354,17 @@ fn run(
         Some((c, "O")) => (c, true),
         _ => (config, false),
     };
+    // `+C`: int8 activations with scales per channel, the calibration's own.
+    let (config, cal) = match config.split_once('+') {
+        Some((c, "C")) => (c, cal),
+        _ => (
+            config,
+            &Calibration {
+                channels: Default::default(),
+                ..cal.clone()
+            },
+        ),
+    };
     let hw = nvdla_hw::Config::by_name(config).expect("known configuration");
     let target = Target::new(hw, precision).map_err(|e| (Outcome::Unsupported, e.to_string()))?;
     let quant = Quant {
@@ -398,6 +411,13 @@ fn run(
         })
         .count();
     WINOGRAD_LAYERS.fetch_add(wino, std::sync::atomic::Ordering::Relaxed);
+    let scaled = compiled
+        .program
+        .surfaces
+        .iter()
+        .filter(|s| s.channel_scales.is_some())
+        .count();
+    CHANNEL_SCALED.fetch_add(scaled, std::sync::atomic::Ordering::Relaxed);
     if compiled.program.surface(compiled.program.inputs[0]).pixel {
         IMAGE_INPUTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
@@ -672,11 +692,14 @@ fn judge(precision: Precision, got: &[f32], want: &[f32], cost: f32) -> (Outcome
     )
 }
 
-/// Every configuration NVIDIA published, and nv_full with the optimizations of `-O`
-/// (Winograd convolution, image-mode input).
-const CONFIGS: [&str; 8] = [
+/// Every configuration NVIDIA published, nv_full with the optimizations of `-O`
+/// (Winograd convolution, image-mode input), and nv_full and nv_small in int8 with
+/// activation scales per channel (`+C`, `--activation-scales per-channel`).
+const CONFIGS: [&str; 10] = [
     "nv_full",
     "nv_full+O",
+    "nv_full+C",
+    "nv_small+C",
     "nv_large",
     "nv_medium_1024_full",
     "nv_medium_512",
@@ -720,7 +743,8 @@ fn random_networks_compile_and_match_the_reference_on_every_configuration() {
         let values = nvdla_compiler::reference::run(&g, &[(g.inputs[0], input.clone())])
             .unwrap_or_else(|e| panic!("seed {seed}: reference: {e}"));
         let want = values[g.outputs[0].0].clone();
-        let cal = Calibration::from_activations(&values, RangeMethod::MaxAbs);
+        let mut cal = Calibration::from_activations(&values, RangeMethod::MaxAbs);
+        cal.add_channel_activations(&g, &values, RangeMethod::MaxAbs);
         // Each precision simulated on the fp32 reference: the input and every node's
         // output rounded to it (int8: to the tensor's calibrated scale). Its error is what
         // the precision itself costs this network.
@@ -749,6 +773,9 @@ fn random_networks_compile_and_match_the_reference_on_every_configuration() {
                 if rtl_mode() && !on_rtl(config, precision) {
                     continue;
                 }
+                if config.ends_with("+C") && precision != Precision::Int8 {
+                    continue;
+                }
                 let r = catch_unwind(AssertUnwindSafe(|| {
                     run(&g, config, precision, &cal, &input)
                 }))
@@ -768,7 +795,8 @@ fn random_networks_compile_and_match_the_reference_on_every_configuration() {
                     Outcome::Pass => {
                         pass += 1;
                         if precision == Precision::Int8 {
-                            cosines.push(cosine_of(&detail));
+                            let per_channel = config.ends_with("+C");
+                            cosines.push((per_channel, cosine_of(&detail)));
                         }
                     }
                     Outcome::Unsupported => {
@@ -796,13 +824,21 @@ fn random_networks_compile_and_match_the_reference_on_every_configuration() {
             eprintln!("{text}");
         }
     }
-    cosines.sort_by(f64::total_cmp);
-    if !cosines.is_empty() {
-        eprintln!(
-            "int8 cosine: smallest {:.4}, median {:.4}",
-            cosines[0],
-            cosines[cosines.len() / 2]
-        );
+    for (per_channel, label) in [(false, "int8"), (true, "int8 with scales per channel")] {
+        let mut c: Vec<f64> = cosines
+            .iter()
+            .filter(|(p, _)| *p == per_channel)
+            .map(|(_, c)| *c)
+            .collect();
+        c.sort_by(f64::total_cmp);
+        if !c.is_empty() {
+            eprintln!(
+                "{label} cosine: smallest {:.4}, median {:.4}, mean {:.4}",
+                c[0],
+                c[c.len() / 2],
+                c.iter().sum::<f64>() / c.len() as f64
+            );
+        }
     }
     eprintln!(
         "unsupported ({}):\n{}",
@@ -810,9 +846,11 @@ fn random_networks_compile_and_match_the_reference_on_every_configuration() {
         unsupported.join("\n")
     );
     eprintln!(
-        "{} convolutions in Winograd mode, {} builds with an image input",
+        "{} convolutions in Winograd mode, {} builds with an image input, {} activations \
+         with scales per channel",
         WINOGRAD_LAYERS.load(std::sync::atomic::Ordering::Relaxed),
-        IMAGE_INPUTS.load(std::sync::atomic::Ordering::Relaxed)
+        IMAGE_INPUTS.load(std::sync::atomic::Ordering::Relaxed),
+        CHANNEL_SCALED.load(std::sync::atomic::Ordering::Relaxed)
     );
     eprintln!(
         "{pass} passed, {} failed, {} unsupported",

@@ -68,7 +68,7 @@ class Loadable:
 
 
 def compile(model, config="nv_full", precision="fp16", calibration=None, cpu_fallback=False,
-            per_filter=False, input_shapes=None, optimize=False):
+            per_filter=False, input_shapes=None, optimize=False, activation_scales="per-tensor"):
     """Compiles `model` into a Loadable.
 
     model: a path to an .onnx file, ONNX bytes, or (prototxt_path, caffemodel_path).
@@ -76,6 +76,9 @@ def compile(model, config="nv_full", precision="fp16", calibration=None, cpu_fal
     which the compiler's fp32 reference runs to find each tensor's range; or a calibration
     table's text (NVIDIA's JSON or a TensorRT cache).
     cpu_fallback: operators no NVDLA engine runs go to the CPU (partitions).
+    per_filter: int8 weights with a scale per output channel (else one per layer).
+    activation_scales: int8 activations calibrated "per-tensor" or "per-channel" (a scale
+    per channel where the hardware folds it in; the compiler's --activation-scales).
     input_shapes: {name: shape} fixing an ONNX model's symbolic input dimensions.
     optimize: optimize for cycles on the accelerator (the compiler's -O: Winograd
     convolution and image-mode input where the build has them); outputs stay within the
@@ -98,7 +101,8 @@ def compile(model, config="nv_full", precision="fp16", calibration=None, cpu_fal
     shapes = [(k, [int(d) for d in v]) for k, v in (input_shapes or {}).items()]
     data = _compile(model, config=config, precision=precision, calibration=calibration,
                     cpu_fallback=cpu_fallback, per_filter=per_filter, label=label,
-                    input_shapes=shapes, optimize=optimize)
+                    input_shapes=shapes, optimize=optimize,
+                    activation_scales=activation_scales)
     return Loadable(data, config)
 
 
@@ -121,14 +125,16 @@ class InferenceSession:
     """onnxruntime.InferenceSession's interface on an NVDLA device.
 
     path_or_loadable: an .onnx file (compiled on the fly with `precision`, `calibration`,
-    `cpu_fallback` and `input_shapes`), an .nvdla file, a Loadable, or loadable bytes.
+    `cpu_fallback`, `input_shapes`, `per_filter` and `activation_scales`, as `compile`
+    takes them), an .nvdla file, a Loadable, or loadable bytes.
     config: the hardware build; device: "vp" (default), "linux", "socket:PATH", "rtl".
     providers and sess_options are accepted for compatibility and ignored.
     """
 
     def __init__(self, path_or_loadable, sess_options=None, providers=None, config=None,
                  device="vp", precision="fp16", calibration=None, cpu_fallback=False,
-                 profiling=False, input_shapes=None, **kwargs):
+                 profiling=False, input_shapes=None, per_filter=False,
+                 activation_scales="per-tensor", **kwargs):
         del sess_options, providers, kwargs
         loadable = path_or_loadable
         if isinstance(loadable, (str, os.PathLike)):
@@ -136,7 +142,8 @@ class InferenceSession:
             if path.endswith(".onnx"):
                 loadable = compile(path, config=config or "nv_full", precision=precision,
                                    calibration=calibration, cpu_fallback=cpu_fallback,
-                                   input_shapes=input_shapes)
+                                   input_shapes=input_shapes, per_filter=per_filter,
+                                   activation_scales=activation_scales)
             else:
                 loadable = Loadable.load(path, config or "nv_full")
         elif isinstance(loadable, (bytes, bytearray)):

@@ -60,7 +60,7 @@ fn session_err(e: SessionError) -> PyErr {
 /// a list of float32 arrays of the first input (NCHW), or a calibration table's text.
 /// `input_shapes`: `[(name, dims)]` fixing an ONNX model's symbolic input dimensions.
 #[pyfunction]
-#[pyo3(signature = (model, config="nv_full", precision="fp16", calibration=None, cpu_fallback=false, per_filter=false, label="model", input_shapes=None, optimize=false))]
+#[pyo3(signature = (model, config="nv_full", precision="fp16", calibration=None, cpu_fallback=false, per_filter=false, label="model", input_shapes=None, optimize=false, activation_scales="per-tensor"))]
 #[allow(clippy::too_many_arguments)]
 fn compile<'py>(
     py: Python<'py>,
@@ -73,6 +73,7 @@ fn compile<'py>(
     label: &str,
     input_shapes: Option<Vec<(String, Vec<usize>)>>,
     optimize: bool,
+    activation_scales: &str,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let model = if let Ok(b) = model.extract::<Vec<u8>>() {
         Model::Onnx {
@@ -93,6 +94,15 @@ fn compile<'py>(
         .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
     opts.cpu_fallback = cpu_fallback;
     opts.per_filter = per_filter;
+    opts.channel_scales = match activation_scales {
+        "per-tensor" => false,
+        "per-channel" => true,
+        other => {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "activation_scales: `{other}` is neither `per-tensor` nor `per-channel`"
+            )))
+        }
+    };
     if optimize {
         opts.optimize();
     }

@@ -342,6 +342,15 @@ impl Lowering<'_> {
                 return self.emit_conv_by_channels(i, spec, &parts);
             }
         }
+        // An input with scales per channel: channel c's weights carry its factor, and the
+        // accumulator counts in the input's one scale (lower::channel_scales).
+        let mut spec = spec;
+        if let Some(f) = self.channel_factors(spec.src) {
+            let per_channel = spec.weights.len() / (spec.kernels as usize * f.len()).max(1);
+            for (e, w) in spec.weights.iter_mut().enumerate() {
+                *w = (f64::from(*w) * f[e / per_channel.max(1) % f.len()]) as f32;
+            }
+        }
         let wino = self.winograd_plan(n, &spec);
         // Winograd multiplies 4x4 tiles G g Gᵀ of each kernel channel; image mode takes
         // a kernel row as one vector of 4 components per pixel.

@@ -60,7 +60,7 @@ impl Lowering<'_> {
         if !(out_scale.is_finite() && out_scale > 0.0) {
             return true;
         }
-        let scale_of = |id: SurfId| f64::from(self.p.surface(id).scale);
+        let scale_of = self.operand_scales(sdp);
         sdp.fits_int8(self.t, unit, out_scale, &scale_of)
     }
 
@@ -256,8 +256,12 @@ impl Lowering<'_> {
         }
         let out = self.out_tensor(n)?;
         if sdp.is_empty() {
-            // An identity (e.g. scale 1): alias instead of copying.
-            if !self.g.outputs.contains(&out) && !self.views.contains_key(&out) {
+            // An identity (e.g. scale 1): alias instead of copying (not an input with
+            // scales per channel, which only this reader was known to take).
+            if !self.g.outputs.contains(&out)
+                && !self.views.contains_key(&out)
+                && self.p.channel_scales(src).is_none()
+            {
                 self.surf.insert(out, src);
                 return Ok(());
             }

@@ -7,6 +7,7 @@
 //! places its producers into one surface (views), with no copy. Every parameter comes from
 //! the [`Target`]; nothing here tests a configuration by name.
 
+mod channel_scales;
 mod conv;
 mod cpu;
 mod deconv;
@@ -26,7 +27,7 @@ use crate::target::{Precision, Target};
 use prepare::{
     check_batch, check_cube_limits, concat_views, fit_coefficients, place_concats, split_eltwise,
 };
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// An SDP's encoded stages and, in int8, its output converter.
 type EncodedSdp = ([Option<crate::engine::SdpStage>; 3], Option<(i16, u8)>);
@@ -94,6 +95,7 @@ pub fn lower_with(g: &Graph, t: &Target, q: &Quant<'_>, settings: Settings) -> R
         inherit: HashMap::new(),
         cpu_fallback: settings.cpu_fallback,
         winograd: settings.winograd,
+        channel_scales_kept: HashSet::new(),
     };
     // Tensors the concatenation rewrite added take the concatenation's scale.
     for (new, orig) in like {
@@ -206,6 +208,9 @@ struct Lowering<'a> {
     cpu_fallback: bool,
     /// Winograd convolution where it applies (`--winograd`).
     winograd: bool,
+    /// Surfaces with scales per channel that an SDP has been encoded to write
+    /// ([`Lowering::encode_sdp`]): they keep them.
+    channel_scales_kept: HashSet<SurfId>,
 }
 
 fn layer_err(n: &Node, reason: impl Into<String>) -> CompileError {
@@ -254,6 +259,9 @@ impl Lowering<'_> {
         let (c, h, w) = (shape.c as u32, shape.h as u32, shape.w as u32);
         let mut s = self.surface_geometry(&self.g.tensor(tid).name, c, h, w, kind);
         s.scale = self.scale_of(tid, matches!(kind, SurfKind::Input(_)));
+        if kind == SurfKind::Pool {
+            s.channel_scales = self.channel_scales_for(tid);
+        }
         let id = self.p.add_surface(s);
         self.surf.insert(tid, id);
         id
@@ -301,6 +309,7 @@ impl Lowering<'_> {
             size,
             offset: 0,
             scale: 1.0,
+            channel_scales: None,
             batch: 1,
             pixel: false,
         }
@@ -353,13 +362,32 @@ impl Lowering<'_> {
     }
 
     /// For int8, the unit of an SDP reading surface `id` from memory: its scale on every
-    /// channel.
+    /// channel, or its scales per channel.
     fn uniform_unit(&self, id: SurfId) -> Result<Option<Vec<f64>>> {
         if self.t.precision != Precision::Int8 {
             return Ok(None);
         }
         let s = self.require_scale(id)?;
+        if let Some(cs) = self.p.channel_scales(id) {
+            return Ok(Some(cs.iter().map(|&v| f64::from(v)).collect()));
+        }
         Ok(Some(vec![s; self.p.surface(id).c as usize]))
+    }
+
+    /// The int8 scale of channel `k` of an SDP operand surface, for every operand of
+    /// `sdp` (per channel where the surface has scales per channel).
+    fn operand_scales(&self, sdp: &SdpStages) -> impl Fn(SurfId, usize) -> f64 {
+        let per: HashMap<SurfId, Vec<f32>> = sdp
+            .operands()
+            .into_iter()
+            .filter_map(|id| Some((id, self.p.channel_scales(id)?)))
+            .collect();
+        let scales: Vec<f64> = self.p.surfaces.iter().map(|s| f64::from(s.scale)).collect();
+        move |id: SurfId, k: usize| {
+            per.get(&id)
+                .and_then(|v| v.get(k))
+                .map_or(scales[id.0], |&v| f64::from(v))
+        }
     }
 
     /// Encodes an SDP operation's stages: fp16 directly; int8 from the input's unit
@@ -381,8 +409,23 @@ impl Lowering<'_> {
         for other in sdp.operands() {
             self.require_scale(other)?;
         }
-        let scales: Vec<f64> = self.p.surfaces.iter().map(|s| f64::from(s.scale)).collect();
-        let scale_of = move |id: SurfId| scales[id.0];
+        let scale_of = self.operand_scales(sdp);
+        // A destination with scales per channel: the value ends divided by each channel's
+        // factor. When that needs an SDP stage the build does not have, the destination
+        // keeps its one scale, unless an operation already writes part of it per channel.
+        if let Some(f) = self.channel_factors(dst) {
+            let root = self.p.root(dst);
+            let inverse: Vec<f64> = f.iter().map(|x| 1.0 / x).collect();
+            let scaled = sdp.scale_output(&inverse);
+            match scaled.encode_int8(&mut self.p, &t, layer, &unit, out_scale, &scale_of) {
+                Ok((stages, cvt)) => {
+                    self.channel_scales_kept.insert(root);
+                    return Ok((stages, Some(cvt)));
+                }
+                Err(e) if self.channel_scales_kept.contains(&root) => return Err(e),
+                Err(_) => self.p.surfaces[root.0].channel_scales = None,
+            }
+        }
         let (stages, cvt) = sdp.encode_int8(&mut self.p, &t, layer, &unit, out_scale, &scale_of)?;
         Ok((stages, Some(cvt)))
     }

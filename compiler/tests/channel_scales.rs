@@ -1,0 +1,187 @@
+//! int8 activations with a scale per channel (`--activation-scales per-channel`): a block
+//! whose channels span a factor of 180 in range (a convolution, a hard-swish written as
+//! `x * clip(x + 3, 0, 6)`, a depthwise convolution, a pointwise one), compiled for
+//! nv_small and nv_full with one scale per tensor and with scales per channel, run on the
+//! virtual platform and compared with the fp32 reference.
+
+mod common;
+
+use common::*;
+use nvdla_compiler::ir::*;
+use nvdla_compiler::quant::{Calibration, RangeMethod};
+use nvdla_compiler::target::{Precision, Target};
+use nvdla_umd::runtime::{RunOptions, Runtime};
+use nvdla_umd::Direction;
+
+const C: usize = 16;
+const SIZE: usize = 20;
+
+fn conv(
+    g: &mut Graph,
+    name: &str,
+    x: TensorId,
+    out: usize,
+    k: usize,
+    groups: usize,
+    w: Vec<f32>,
+    bias: Vec<f32>,
+) -> TensorId {
+    let s = g.shape(x);
+    let op = Op::Conv(Conv {
+        window: Window {
+            kernel: [k, k],
+            stride: [1, 1],
+            pad: [k / 2; 4],
+            dilation: [1, 1],
+        },
+        groups,
+        out_channels: out,
+        weight: Weights::new(vec![out, s.c / groups, k, k], w).unwrap(),
+        bias: Some(Weights::vector(bias)),
+    });
+    add_node(g, name, op, &[x], Shape::new(1, out, s.h, s.w))
+}
+
+/// The block: channel k of the first convolution's output has a range about 2^(k/2)
+/// times channel 0's, and the last convolution weighs channel k by 2^(-k/2).
+fn network() -> Graph {
+    let mut rng = Rng(0xc4a1);
+    let (mut g, x) = graph(8, SIZE, SIZE);
+    let per = 8 * 9;
+    let w1: Vec<f32> = (0..C * per)
+        .map(|i| rng.next() * 0.12 * 2f32.powf((i / per) as f32 / 2.0))
+        .collect();
+    let b1 = rng.vec(C, 0.3);
+    let a = conv(&mut g, "conv1", x, C, 3, 1, w1, b1);
+    let s = g.shape(a);
+    let plus3 = add_node(
+        &mut g,
+        "plus3",
+        Op::ChannelAffine {
+            scale: None,
+            bias: Some(Weights::vector(vec![3.0])),
+        },
+        &[a],
+        s,
+    );
+    let r = add_node(
+        &mut g,
+        "relu6",
+        Op::Activation(Activation::Clip { lo: 0.0, hi: 6.0 }),
+        &[plus3],
+        s,
+    );
+    let hs = add_node(
+        &mut g,
+        "hswish",
+        Op::Eltwise {
+            kind: EltwiseKind::Prod,
+            coeffs: Vec::new(),
+        },
+        &[a, r],
+        s,
+    );
+    let w2 = rng.vec(C * 9, 0.3);
+    let d = conv(&mut g, "depthwise", hs, C, 3, C, w2, rng.vec(C, 0.2));
+    let relu = add_node(
+        &mut g,
+        "relu",
+        Op::Activation(Activation::Relu { slope: 0.0 }),
+        &[d],
+        s,
+    );
+    // Each channel weighs in the output as much as the others: the small ones count.
+    let w3: Vec<f32> = (0..8 * C)
+        .map(|i| rng.next() * 0.25 * 2f32.powf(-((i % C) as f32) / 2.0))
+        .collect();
+    let out = conv(&mut g, "pointwise", relu, 8, 1, 1, w3, rng.vec(8, 0.1));
+    g.outputs.push(out);
+    g
+}
+
+/// Compiles `g` for `config` in int8 (max-abs calibration on `input`, per-filter
+/// weights), scales per channel or not, runs it on the VP; returns the output, the
+/// reference's and how many activations had scales per channel.
+fn run(g: &Graph, config: &str, input: &[f32], per_channel: bool) -> (Vec<f32>, Vec<f32>, usize) {
+    let values = nvdla_compiler::reference::run(g, &[(g.inputs[0], input.to_vec())]).unwrap();
+    let want = values[g.outputs[0].0].clone();
+    let mut cal = Calibration::from_activations(&values, RangeMethod::MaxAbs);
+    if per_channel {
+        cal.add_channel_activations(g, &values, RangeMethod::MaxAbs);
+    }
+    let hw = nvdla_hw::Config::by_name(config).unwrap();
+    let target = Target::new(hw, Precision::Int8).unwrap();
+    let quant = nvdla_compiler::lower::Quant {
+        cal: Some(&cal),
+        per_filter: true,
+        input_scale: 1.0,
+    };
+    let opts = nvdla_compiler::Options::with_quant(target, &quant);
+    let compiled =
+        nvdla_compiler::compile_graph(g.clone(), &opts).unwrap_or_else(|e| panic!("{e}"));
+    let scaled = compiled
+        .program
+        .surfaces
+        .iter()
+        .filter(|s| {
+            s.channel_scales.is_some()
+                && !matches!(s.kind, nvdla_compiler::engine::SurfKind::View { .. })
+        })
+        .count();
+    let mut dev = device(config);
+    let mut rt = Runtime::load(dev.as_mut(), &compiled.loadable).unwrap();
+    let ti = rt.tensor(Direction::Input, 0).unwrap().clone();
+    let in_scale = compiled.program.surface(compiled.program.inputs[0]).scale;
+    rt.write_input(dev.as_mut(), 0, &host_input(input, &ti, Some(in_scale)))
+        .unwrap();
+    rt.run(dev.as_mut(), &RunOptions::default(), &mut |_| {})
+        .unwrap_or_else(|e| panic!("{e}"));
+    let to = rt.tensor(Direction::Output, 0).unwrap().clone();
+    let out = rt.read_output(dev.as_mut(), 0).unwrap();
+    rt.release(dev.as_mut());
+    let o = g.shape(g.outputs[0]);
+    let got = from_surface_i8(
+        &out,
+        (o.c, o.h, o.w),
+        hw.memory_atomic as usize,
+        (to.strides[1] as usize, to.strides[2] as usize),
+        compiled.program.surface(compiled.program.outputs[0]).scale,
+    );
+    (got, want, scaled)
+}
+
+fn cosine(a: &[f32], b: &[f32]) -> f64 {
+    let dot: f64 = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| f64::from(*x) * f64::from(*y))
+        .sum();
+    let na: f64 = a.iter().map(|x| f64::from(*x).powi(2)).sum();
+    let nb: f64 = b.iter().map(|x| f64::from(*x).powi(2)).sum();
+    dot / (na * nb).sqrt()
+}
+
+#[test]
+fn scales_per_channel_keep_the_small_channels() {
+    let g = network();
+    let input = Rng(77).vec(8 * SIZE * SIZE, 1.0);
+    for config in ["nv_small", "nv_full"] {
+        let (pt, want, none) = run(&g, config, &input, false);
+        let (pc, _, scaled) = run(&g, config, &input, true);
+        let (e_pt, e_pc) = (max_rel_err(&pt, &want), max_rel_err(&pc, &want));
+        let (c_pt, c_pc) = (cosine(&pt, &want), cosine(&pc, &want));
+        eprintln!(
+            "{config}: one scale per tensor: cosine {c_pt:.5}, error {e_pt:.4}; scales per \
+             channel ({scaled} activations): cosine {c_pc:.5}, error {e_pc:.4}"
+        );
+        assert_eq!(none, 0);
+        // The first convolution's output and the hard-swish product (the clip's output
+        // is read by the product only, as its operand: it may keep one scale).
+        assert!(
+            scaled >= 2,
+            "{config}: {scaled} activations with scales per channel"
+        );
+        assert!(c_pc > 0.999, "{config}: cosine {c_pc}");
+        assert!(e_pc < e_pt / 4.0, "{config}: error {e_pc} against {e_pt}");
+    }
+}
