@@ -170,6 +170,7 @@ fn lenet_int8_with_its_own_calibration() {
             &imgs,
             256.0,
             RangeMethod::Percentile(99.99),
+            false,
             &mut |_, _| {},
         )
         .unwrap();

@@ -190,6 +190,7 @@ fn mnist_int8_nv_small() {
         &imgs,
         normalize,
         RangeMethod::Percentile(99.99),
+        false,
         &mut |_, _| {},
     )
     .unwrap();
