@@ -222,6 +222,12 @@ typedef struct {
    * tolerance.
    */
   int optimize;
+  /**
+   * Non-zero: int8 activations calibrated from samples keep one scale each
+   * (`--activation-scales per-tensor`) instead of a scale per channel where the
+   * hardware folds it in.
+   */
+  int per_tensor_activations;
 } nvdla_compile_options;
 
 /**
@@ -454,8 +460,8 @@ uint64_t nvdla_session_total_cycles(const nvdla_session *s);
 nvdla_status nvdla_session_op_timing(nvdla_session *s, size_t index, nvdla_op_timing *out);
 
 /**
- * The defaults: nv_full, fp16, no CPU fallback, no calibration, per-layer scales, no
- * optimizations.
+ * The defaults: nv_full, fp16, no CPU fallback, no calibration, per-layer weight scales,
+ * activation scales per channel, no optimizations.
  *
  * # Safety
  * `opts` is null or valid for a write.

@@ -806,10 +806,14 @@ pub struct nvdla_compile_options {
     /// image-mode input where the build has them); outputs stay within the precision's
     /// tolerance.
     pub optimize: c_int,
+    /// Non-zero: int8 activations calibrated from samples keep one scale each
+    /// (`--activation-scales per-tensor`) instead of a scale per channel where the
+    /// hardware folds it in.
+    pub per_tensor_activations: c_int,
 }
 
-/// The defaults: nv_full, fp16, no CPU fallback, no calibration, per-layer scales, no
-/// optimizations.
+/// The defaults: nv_full, fp16, no CPU fallback, no calibration, per-layer weight scales,
+/// activation scales per channel, no optimizations.
 ///
 /// # Safety
 /// `opts` is null or valid for a write.
@@ -830,6 +834,7 @@ pub unsafe extern "C" fn nvdla_compile_options_init(opts: *mut nvdla_compile_opt
             calibration_table: std::ptr::null(),
             per_filter: 0,
             optimize: 0,
+            per_tensor_activations: 0,
         })
     };
 }
@@ -863,6 +868,7 @@ mod compile {
             .map_err(|e| (NVDLA_STATUS_ERROR_INVALID_ARGUMENT, e.to_string()))?;
         opts.cpu_fallback = o.cpu_fallback != 0;
         opts.per_filter = o.per_filter != 0;
+        opts.channel_scales = o.per_tensor_activations == 0;
         if o.optimize != 0 {
             opts.optimize();
         }

@@ -106,10 +106,11 @@ struct Args {
     /// `per-filter` (one per output channel).
     #[arg(long = "quantizationMode", default_value = "per-kernel", value_parser = ["per-kernel", "per-filter"])]
     quantization_mode: String,
-    /// int8 activations with `--calibrate`: `per-tensor` (one scale each, the default) or
-    /// `per-channel` (a scale per channel where the producer and readers fold it in:
-    /// convolutions, fully connected layers, SDP operations; docs/compiler.md).
-    #[arg(long, default_value = "per-tensor", value_parser = ["per-tensor", "per-channel"])]
+    /// int8 activations with `--calibrate`: `per-channel` (the default: a scale per
+    /// channel where the producer and readers fold it in: convolutions, fully connected
+    /// layers, SDP operations; docs/compiler.md) or `per-tensor` (one scale each, as a
+    /// calibration table gives them).
+    #[arg(long, default_value = "per-channel", value_parser = ["per-tensor", "per-channel"])]
     activation_scales: String,
     /// Batch size (only 1 is supported).
     #[arg(long, default_value_t = 1)]

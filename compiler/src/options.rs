@@ -65,7 +65,8 @@ pub struct Options {
     /// one per layer.
     pub per_filter: bool,
     /// int8 activations calibrated channel by channel (`--activation-scales
-    /// per-channel`): an activation whose producer is an SDP and whose readers are
+    /// per-channel`, the default; a calibration table has one scale per tensor only):
+    /// an activation whose producer is an SDP and whose readers are
     /// convolutions (any groups), fully connected layers or SDP operations reading it as
     /// their input or as a product's operand gets a scale per channel, folded into the
     /// readers' weights and units. Networks whose channels span very different ranges
@@ -94,7 +95,7 @@ impl Options {
     }
 
     /// The defaults of the command line for `target`: no calibration, per-kernel weight
-    /// scales, no preprocessing, `normalize` 1.
+    /// scales, activations calibrated per channel, no preprocessing, `normalize` 1.
     pub fn new(target: Target) -> Self {
         Self {
             target,
@@ -107,7 +108,7 @@ impl Options {
             normalize: 1.0,
             input_scale: None,
             per_filter: false,
-            channel_scales: false,
+            channel_scales: true,
             winograd: false,
             image_input: false,
         }

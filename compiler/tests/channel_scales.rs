@@ -16,13 +16,13 @@ use nvdla_umd::Direction;
 const C: usize = 16;
 const SIZE: usize = 20;
 
+/// A `k x k` convolution of `x` to `out` channels in `groups` groups, padded to keep the
+/// size.
 fn conv(
     g: &mut Graph,
     name: &str,
     x: TensorId,
-    out: usize,
-    k: usize,
-    groups: usize,
+    [out, k, groups]: [usize; 3],
     w: Vec<f32>,
     bias: Vec<f32>,
 ) -> TensorId {
@@ -52,7 +52,7 @@ fn network() -> Graph {
         .map(|i| rng.next() * 0.12 * 2f32.powf((i / per) as f32 / 2.0))
         .collect();
     let b1 = rng.vec(C, 0.3);
-    let a = conv(&mut g, "conv1", x, C, 3, 1, w1, b1);
+    let a = conv(&mut g, "conv1", x, [C, 3, 1], w1, b1);
     let s = g.shape(a);
     let plus3 = add_node(
         &mut g,
@@ -82,7 +82,7 @@ fn network() -> Graph {
         s,
     );
     let w2 = rng.vec(C * 9, 0.3);
-    let d = conv(&mut g, "depthwise", hs, C, 3, C, w2, rng.vec(C, 0.2));
+    let d = conv(&mut g, "depthwise", hs, [C, 3, C], w2, rng.vec(C, 0.2));
     let relu = add_node(
         &mut g,
         "relu",
@@ -94,7 +94,7 @@ fn network() -> Graph {
     let w3: Vec<f32> = (0..8 * C)
         .map(|i| rng.next() * 0.25 * 2f32.powf(-((i % C) as f32) / 2.0))
         .collect();
-    let out = conv(&mut g, "pointwise", relu, 8, 1, 1, w3, rng.vec(8, 0.1));
+    let out = conv(&mut g, "pointwise", relu, [8, 1, 1], w3, rng.vec(8, 0.1));
     g.outputs.push(out);
     g
 }

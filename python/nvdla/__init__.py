@@ -68,7 +68,7 @@ class Loadable:
 
 
 def compile(model, config="nv_full", precision="fp16", calibration=None, cpu_fallback=False,
-            per_filter=False, input_shapes=None, optimize=False, activation_scales="per-tensor"):
+            per_filter=False, input_shapes=None, optimize=False, activation_scales="per-channel"):
     """Compiles `model` into a Loadable.
 
     model: a path to an .onnx file, ONNX bytes, or (prototxt_path, caffemodel_path).
@@ -77,8 +77,9 @@ def compile(model, config="nv_full", precision="fp16", calibration=None, cpu_fal
     table's text (NVIDIA's JSON or a TensorRT cache).
     cpu_fallback: operators no NVDLA engine runs go to the CPU (partitions).
     per_filter: int8 weights with a scale per output channel (else one per layer).
-    activation_scales: int8 activations calibrated "per-tensor" or "per-channel" (a scale
-    per channel where the hardware folds it in; the compiler's --activation-scales).
+    activation_scales: int8 activations calibrated "per-channel" (the default: a scale per
+    channel where the hardware folds it in; the compiler's --activation-scales) or
+    "per-tensor".
     input_shapes: {name: shape} fixing an ONNX model's symbolic input dimensions.
     optimize: optimize for cycles on the accelerator (the compiler's -O: Winograd
     convolution and image-mode input where the build has them); outputs stay within the
@@ -134,7 +135,7 @@ class InferenceSession:
     def __init__(self, path_or_loadable, sess_options=None, providers=None, config=None,
                  device="vp", precision="fp16", calibration=None, cpu_fallback=False,
                  profiling=False, input_shapes=None, per_filter=False,
-                 activation_scales="per-tensor", **kwargs):
+                 activation_scales="per-channel", **kwargs):
         del sess_options, providers, kwargs
         loadable = path_or_loadable
         if isinstance(loadable, (str, os.PathLike)):

@@ -60,7 +60,7 @@ fn session_err(e: SessionError) -> PyErr {
 /// a list of float32 arrays of the first input (NCHW), or a calibration table's text.
 /// `input_shapes`: `[(name, dims)]` fixing an ONNX model's symbolic input dimensions.
 #[pyfunction]
-#[pyo3(signature = (model, config="nv_full", precision="fp16", calibration=None, cpu_fallback=false, per_filter=false, label="model", input_shapes=None, optimize=false, activation_scales="per-tensor"))]
+#[pyo3(signature = (model, config="nv_full", precision="fp16", calibration=None, cpu_fallback=false, per_filter=false, label="model", input_shapes=None, optimize=false, activation_scales="per-channel"))]
 #[allow(clippy::too_many_arguments)]
 fn compile<'py>(
     py: Python<'py>,
