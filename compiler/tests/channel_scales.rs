@@ -7,11 +7,8 @@
 mod common;
 
 use common::*;
+use nvdla_compiler::engine::SurfKind;
 use nvdla_compiler::ir::*;
-use nvdla_compiler::quant::{Calibration, RangeMethod};
-use nvdla_compiler::target::{Precision, Target};
-use nvdla_umd::runtime::{RunOptions, Runtime};
-use nvdla_umd::Direction;
 
 const C: usize = 16;
 const SIZE: usize = 20;
@@ -99,66 +96,13 @@ fn network() -> Graph {
     g
 }
 
-/// Compiles `g` for `config` in int8 (max-abs calibration on `input`, per-filter
-/// weights), scales per channel or not, runs it on the VP; returns the output, the
-/// reference's and how many activations had scales per channel.
-fn run(g: &Graph, config: &str, input: &[f32], per_channel: bool) -> (Vec<f32>, Vec<f32>, usize) {
-    let values = nvdla_compiler::reference::run(g, &[(g.inputs[0], input.to_vec())]).unwrap();
-    let want = values[g.outputs[0].0].clone();
-    let mut cal = Calibration::from_activations(&values, RangeMethod::MaxAbs);
-    if per_channel {
-        cal.add_channel_activations(g, &values, RangeMethod::MaxAbs);
-    }
-    let hw = nvdla_hw::Config::by_name(config).unwrap();
-    let target = Target::new(hw, Precision::Int8).unwrap();
-    let quant = nvdla_compiler::lower::Quant {
-        cal: Some(&cal),
-        per_filter: true,
-        input_scale: 1.0,
-    };
-    let opts = nvdla_compiler::Options::with_quant(target, &quant);
-    let compiled =
-        nvdla_compiler::compile_graph(g.clone(), &opts).unwrap_or_else(|e| panic!("{e}"));
-    let scaled = compiled
-        .program
+/// The activations of `c` with scales per channel (the surfaces that own them).
+fn scaled(c: &nvdla_compiler::Compiled) -> usize {
+    c.program
         .surfaces
         .iter()
-        .filter(|s| {
-            s.channel_scales.is_some()
-                && !matches!(s.kind, nvdla_compiler::engine::SurfKind::View { .. })
-        })
-        .count();
-    let mut dev = device(config);
-    let mut rt = Runtime::load(dev.as_mut(), &compiled.loadable).unwrap();
-    let ti = rt.tensor(Direction::Input, 0).unwrap().clone();
-    let in_scale = compiled.program.surface(compiled.program.inputs[0]).scale;
-    rt.write_input(dev.as_mut(), 0, &host_input(input, &ti, Some(in_scale)))
-        .unwrap();
-    rt.run(dev.as_mut(), &RunOptions::default(), &mut |_| {})
-        .unwrap_or_else(|e| panic!("{e}"));
-    let to = rt.tensor(Direction::Output, 0).unwrap().clone();
-    let out = rt.read_output(dev.as_mut(), 0).unwrap();
-    rt.release(dev.as_mut());
-    let o = g.shape(g.outputs[0]);
-    let got = from_surface_i8(
-        &out,
-        (o.c, o.h, o.w),
-        hw.memory_atomic as usize,
-        (to.strides[1] as usize, to.strides[2] as usize),
-        compiled.program.surface(compiled.program.outputs[0]).scale,
-    );
-    (got, want, scaled)
-}
-
-fn cosine(a: &[f32], b: &[f32]) -> f64 {
-    let dot: f64 = a
-        .iter()
-        .zip(b)
-        .map(|(x, y)| f64::from(*x) * f64::from(*y))
-        .sum();
-    let na: f64 = a.iter().map(|x| f64::from(*x).powi(2)).sum();
-    let nb: f64 = b.iter().map(|x| f64::from(*x).powi(2)).sum();
-    dot / (na * nb).sqrt()
+        .filter(|s| s.channel_scales.is_some() && !matches!(s.kind, SurfKind::View { .. }))
+        .count()
 }
 
 #[test]
@@ -166,8 +110,9 @@ fn scales_per_channel_keep_the_small_channels() {
     let g = network();
     let input = Rng(77).vec(8 * SIZE * SIZE, 1.0);
     for config in ["nv_small", "nv_full"] {
-        let (pt, want, none) = run(&g, config, &input, false);
-        let (pc, _, scaled) = run(&g, config, &input, true);
+        let (pt, want, one) = run_int8_scaled(&g, config, &input, true, Extra::default(), false);
+        let (pc, _, per) = run_int8_scaled(&g, config, &input, true, Extra::default(), true);
+        let (none, scaled) = (scaled(&one), scaled(&per));
         let (e_pt, e_pc) = (max_rel_err(&pt, &want), max_rel_err(&pc, &want));
         let (c_pt, c_pc) = (cosine(&pt, &want), cosine(&pc, &want));
         eprintln!(

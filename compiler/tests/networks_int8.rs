@@ -60,7 +60,7 @@
 
 mod common;
 
-use common::{device, from_surface_i8, to_surface_i8, Rng};
+use common::{cosine, device, from_surface_i8, to_surface_i8, Rng};
 use nvdla_compiler::frontend::caffe::{self, synth::random_weights};
 use nvdla_compiler::ir::{Graph, Op, TensorId, Weights};
 use nvdla_compiler::lower::Quant;
@@ -188,20 +188,6 @@ fn balance_classes(g: &mut Graph, scores: TensorId, xs: &[Vec<f32>]) {
 
 fn argmax(v: &[f32]) -> usize {
     (0..v.len()).max_by(|&a, &b| v[a].total_cmp(&v[b])).unwrap()
-}
-
-fn cosine(a: &[f32], b: &[f32]) -> f64 {
-    let dot: f64 = a
-        .iter()
-        .zip(b)
-        .map(|(x, y)| f64::from(*x) * f64::from(*y))
-        .sum();
-    let na = a.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
-    let nb = b.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
-    if na == 0.0 || nb == 0.0 {
-        return if na == nb { 1.0 } else { 0.0 };
-    }
-    dot / (na * nb)
 }
 
 /// A network ready for evaluation.

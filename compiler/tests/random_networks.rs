@@ -33,7 +33,7 @@
 
 mod common;
 
-use common::{device, from_surface, from_surface_i8, to_surface, to_surface_i8, Rng};
+use common::{cosine, device, from_surface, from_surface_i8, to_surface, to_surface_i8, Rng};
 use nvdla_compiler::frontend::caffe::{self, synth::random_weights};
 use nvdla_compiler::ir::Graph;
 use nvdla_compiler::lower::Quant;
@@ -635,21 +635,6 @@ fn run_on_rtl(
     let pool = pool_bytes(&rt, dev.as_mut(), p);
     rt.release(dev.as_mut());
     Ok((out, pool, timings))
-}
-
-fn cosine(a: &[f32], b: &[f32]) -> f64 {
-    let dot: f64 = a
-        .iter()
-        .zip(b)
-        .map(|(x, y)| f64::from(*x) * f64::from(*y))
-        .sum();
-    let na: f64 = a.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
-    let nb: f64 = b.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
-    if na == 0.0 && nb == 0.0 {
-        1.0
-    } else {
-        dot / (na * nb).max(f64::MIN_POSITIVE)
-    }
 }
 
 /// Largest `|got - want|` relative to the largest `|want|`; NaN counts as infinite.

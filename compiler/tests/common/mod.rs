@@ -283,10 +283,28 @@ pub fn run_int8_opts(
     per_filter: bool,
     extra: Extra,
 ) -> (Vec<f32>, Vec<f32>) {
+    let (got, want, _) = run_int8_scaled(g, config, input, per_filter, extra, false);
+    (got, want)
+}
+
+/// [`run_int8_opts`], calibrated per channel too when `channel_scales` (activations with
+/// scales per channel where the compiler can give them); also returns the compiled
+/// network.
+pub fn run_int8_scaled(
+    g: &Graph,
+    config: &str,
+    input: &[f32],
+    per_filter: bool,
+    extra: Extra,
+    channel_scales: bool,
+) -> (Vec<f32>, Vec<f32>, nvdla_compiler::Compiled) {
     use nvdla_compiler::quant::{Calibration, RangeMethod};
     let reference = nvdla_compiler::reference::run(g, &[(g.inputs[0], input.to_vec())]).unwrap();
     let want = reference[g.outputs[0].0].clone();
-    let cal = Calibration::from_activations(&reference, RangeMethod::MaxAbs);
+    let mut cal = Calibration::from_activations(&reference, RangeMethod::MaxAbs);
+    if channel_scales {
+        cal.add_channel_activations(g, &reference, RangeMethod::MaxAbs);
+    }
     let hw = nvdla_hw::Config::by_name(config).unwrap();
     let target = Target::new(hw, Precision::Int8).unwrap();
     let quant = nvdla_compiler::lower::Quant {
@@ -320,7 +338,22 @@ pub fn run_int8_opts(
         (to.strides[1] as usize, to.strides[2] as usize),
         out_scale,
     );
-    (got, want)
+    (got, want, compiled)
+}
+
+/// Cosine similarity of `a` and `b` (1 when both are zero, 0 when one is).
+pub fn cosine(a: &[f32], b: &[f32]) -> f64 {
+    let dot: f64 = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| f64::from(*x) * f64::from(*y))
+        .sum();
+    let na = a.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
+    let nb = b.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
+    if na == 0.0 || nb == 0.0 {
+        return if na == nb { 1.0 } else { 0.0 };
+    }
+    dot / (na * nb)
 }
 
 /// Runs `nvdla-runtime` in process on `image` (extra arguments `args`); returns the
