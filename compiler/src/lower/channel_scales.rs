@@ -15,7 +15,8 @@
 //!   channel).
 //!
 //! Everything else (pooling, which cannot rescale; sums and maxima of two tensors, whose
-//! operand is shifted by one amount; concatenations, CPU partitions, network inputs and
+//! operand is shifted by one amount; a clip read alone, whose bound needs one unit and
+//! would take a third X stage; concatenations, CPU partitions, network inputs and
 //! outputs) keeps the tensor's one scale, so a tensor gets scales per channel only when its
 //! producer and every reader are among the above. Each scale is kept within
 //! [`MAX_SPAN`] of the tensor's own so that the SDP's 16-bit per-channel multipliers with
@@ -106,6 +107,9 @@ fn reader_takes(n: &Node, tid: TensorId, t: &Target) -> bool {
         | Op::ChannelAffine { .. }
         | Op::BatchNorm { .. } => first,
         Op::Power { power, .. } => first && *power == 1.0,
+        // A bound needs one unit for all channels: a clip reading the tensor would take an
+        // X stage to requantize, a ReLU before it a second and the bound a third.
+        Op::Activation(Activation::Clip { .. }) => false,
         Op::Activation(a) => first && sdp_activation(a, t),
         // A product takes per-channel units on either side; a sum or maximum shifts its
         // operand by one amount for all channels.
