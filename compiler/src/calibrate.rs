@@ -257,12 +257,9 @@ fn collect(
                         let s = g.shape(crate::ir::TensorId(t));
                         let hw = s.h * s.w;
                         let cr = cr.get_or_insert_with(|| {
-                            vec![RangeCollector::new(method, v.len() / s.c * n); s.c]
+                            RangeCollector::per_channel(method, s.c, v.len() * n)
                         });
-                        // NCHW: item after item, channel after channel.
-                        for (i, plane) in v.chunks(hw).enumerate() {
-                            cr[i % s.c].add(plane);
-                        }
+                        RangeCollector::add_planes(cr, &v, hw);
                     }
                 });
             done += 1;

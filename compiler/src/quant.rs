@@ -241,10 +241,8 @@ impl Calibration {
                 if s.c < 2 || hw < 2 || v.is_empty() || v.len() % (s.c * hw) != 0 {
                     return None;
                 }
-                let mut r = vec![RangeCollector::new(method, v.len() / s.c); s.c];
-                for (i, plane) in v.chunks(hw).enumerate() {
-                    r[i % s.c].add(plane);
-                }
+                let mut r = RangeCollector::per_channel(method, s.c, v.len());
+                RangeCollector::add_planes(&mut r, v, hw);
                 Some(r)
             })
             .collect();
@@ -318,6 +316,20 @@ impl RangeCollector {
             top: Vec::new(),
             keep,
             floor: 0.0,
+        }
+    }
+
+    /// Collectors for the `c` channels of a tensor that will take `total` values in all.
+    pub fn per_channel(method: RangeMethod, c: usize, total: usize) -> Vec<Self> {
+        vec![Self::new(method, total / c.max(1)); c]
+    }
+
+    /// Adds NCHW values (planes of `hw` values, channel after channel, item after item)
+    /// to per-channel collectors.
+    pub fn add_planes(channels: &mut [Self], values: &[f32], hw: usize) {
+        let c = channels.len().max(1);
+        for (i, plane) in values.chunks(hw.max(1)).enumerate() {
+            channels[i % c].add(plane);
         }
     }
 
