@@ -37,6 +37,12 @@ MODELS = {
     "inception_v3": (lambda: torchvision.models.inception_v3(aux_logits=False, init_weights=True), 299),
     "mobilenet_v2": (lambda: torchvision.models.mobilenet_v2(), 224),
     "densenet121": (lambda: torchvision.models.densenet121(), 224),
+    # The edge designs of issue 26: channel shuffle (ShuffleNet v2), squeeze-and-excitation
+    # with hard-swish (MobileNetV3) and with SiLU (EfficientNet, RegNetY).
+    "shufflenet_v2_x1_0": (lambda: torchvision.models.shufflenet_v2_x1_0(), 224),
+    "mobilenet_v3_small": (lambda: torchvision.models.mobilenet_v3_small(), 224),
+    "efficientnet_b0": (lambda: torchvision.models.efficientnet_b0(), 224),
+    "regnet_y_400mf": (lambda: torchvision.models.regnet_y_400mf(), 224),
 }
 
 

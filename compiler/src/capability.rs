@@ -68,6 +68,10 @@ pub fn refusal(g: &Graph, n: &Node, t: &Target) -> Option<String> {
                 None
             }
         }
+        // A strided crop is a 1x1 PDP pooling (lower/crop.rs).
+        Op::Crop { step, .. } if step.iter().any(|&v| v > 16) => {
+            Some("crop steps above 16: PDP strides take 1..=16".into())
+        }
         _ => None,
     }
 }

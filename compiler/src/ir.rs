@@ -253,6 +253,16 @@ pub enum Op {
         /// k.
         k: f32,
     },
+    /// A window of the pixels, every `step`-th line and column from `origin` (ONNX `Slice`
+    /// of the spatial axes, YOLOv5's Focus `x[..., ::2, ::2]`, Caffe `Crop`): output
+    /// pixel `(y, x)` is input pixel `(origin[0] + y * step[0], origin[1] + x * step[1])`;
+    /// the output's shape gives the count. Channels unchanged; one input.
+    Crop {
+        /// First line and column.
+        origin: [usize; 2],
+        /// Line and column steps (at least 1).
+        step: [usize; 2],
+    },
     /// A layout-only reshape to `C*H*W x 1 x 1` per item (Caffe Flatten); data unchanged.
     Flatten,
     /// Output equals input (Dropout at inference, Identity, Split).
@@ -294,6 +304,7 @@ impl Op {
             Op::Concat => "Concat",
             Op::Softmax => "Softmax",
             Op::Lrn { .. } => "LRN",
+            Op::Crop { .. } => "Crop",
             Op::Flatten => "Flatten",
             Op::Identity => "Identity",
             Op::CpuUnary { .. } => "CpuUnary",

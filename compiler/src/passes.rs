@@ -509,6 +509,10 @@ fn attributes(op: &Op) -> String {
         } => format!("size={size} alpha={alpha} beta={beta} k={k}"),
         Op::CpuUnary { func, alpha, beta } => format!("{func:?} alpha={alpha} beta={beta}"),
         Op::CpuPartition(p) => format!("{} ONNX nodes: {}", p.ops.len(), p.ops.join(" ")),
+        Op::Crop { origin, step } => format!(
+            "origin={}x{} step={}x{}",
+            origin[0], origin[1], step[0], step[1]
+        ),
         Op::Concat | Op::Softmax | Op::Flatten | Op::Identity => String::new(),
     }
 }

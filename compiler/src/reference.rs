@@ -229,6 +229,7 @@ fn eval_node(
             same_shape(xs, ys)?;
             lrn(x, xs, *size, *alpha, *beta, *k)?
         }
+        Op::Crop { origin, step } => crop(x, xs, *origin, *step, ys)?,
         Op::Flatten => {
             let want = Shape::new(xs.n, xs.per_item(), 1, 1);
             if ys != want {
@@ -250,6 +251,35 @@ fn eval_node(
     };
     debug_assert_eq!(y.len(), ys.elements());
     Ok(vec![y; node.outputs.len()])
+}
+
+/// [`Op::Crop`]: every `step`-th pixel from `origin`, as many as `ys` holds.
+fn crop(
+    x: &[f32],
+    xs: Shape,
+    origin: [usize; 2],
+    step: [usize; 2],
+    ys: Shape,
+) -> Result<Vec<f32>, String> {
+    let last = |o: usize, s: usize, n: usize| (n > 0).then(|| o + (n - 1) * s);
+    let fits = |o, s, n, size| s >= 1 && last(o, s, n).is_some_and(|l| l < size);
+    if ys.n != xs.n
+        || ys.c != xs.c
+        || !fits(origin[0], step[0], ys.h, xs.h)
+        || !fits(origin[1], step[1], ys.w, xs.w)
+    {
+        return Err(format!(
+            "cropping {ys} from {xs} at {origin:?} in steps of {step:?} reads past the input"
+        ));
+    }
+    let mut y = Vec::with_capacity(ys.elements());
+    for plane in x.chunks_exact(xs.h * xs.w) {
+        for oy in 0..ys.h {
+            let row = &plane[(origin[0] + oy * step[0]) * xs.w..][..xs.w];
+            y.extend((0..ys.w).map(|ox| row[origin[1] + ox * step[1]]));
+        }
+    }
+    Ok(y)
 }
 
 /// An ONNX partition, run by the same engine (tract) the runtime runs it with.

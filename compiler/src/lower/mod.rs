@@ -10,6 +10,7 @@
 mod channel_scales;
 mod conv;
 mod cpu;
+mod crop;
 mod deconv;
 mod elementwise;
 pub mod image;
@@ -491,6 +492,7 @@ impl Lowering<'_> {
             Op::Conv(c) => self.conv(i, c),
             Op::FullyConnected { weight, bias } => self.fully_connected(i, weight, bias.as_ref()),
             Op::Pool(p) => self.pool(n, p),
+            Op::Crop { origin, step } => self.crop(n, *origin, *step),
             Op::Softmax => self.softmax(n),
             Op::Flatten | Op::Identity => {
                 let src = self.input(n, 0)?;

@@ -143,6 +143,12 @@ impl Lowering<'_> {
 
     pub(super) fn pool(&mut self, n: &Node, p: &crate::ir::Pool) -> Result<()> {
         let src = self.input(n, 0)?;
+        self.pool_from(n, p, src)
+    }
+
+    /// Pooling of node `n` (its output tensor) over surface `src`: its input or a window
+    /// of it ([`Lowering::crop`]).
+    pub(super) fn pool_from(&mut self, n: &Node, p: &crate::ir::Pool, src: SurfId) -> Result<()> {
         let s = self.p.surface(src).clone();
         let out_t = self.out_tensor(n)?;
         let out = self.g.shape(out_t);

@@ -23,9 +23,11 @@ mod layout;
 mod lrn;
 mod pad;
 mod pool;
+mod reduce;
 mod resize;
 mod softmax;
 mod split_slice;
+mod transpose;
 
 use super::build::{Act, Builder, NodeCx, Value};
 use super::fold;
@@ -44,9 +46,11 @@ use layout::dropout;
 use lrn::lrn;
 use pad::pad;
 use pool::{global_pool, pool};
+use reduce::reduce;
 use resize::upsample;
 use softmax::softmax;
 use split_slice::{slice, split};
+use transpose::transpose;
 
 pub(crate) use common::{consts, ints_param};
 pub(crate) use layout::layout_dims;
@@ -123,6 +127,8 @@ pub(crate) fn map(b: &mut Builder, cx: &NodeCx<'_>) -> Result<Vec<Value>> {
         "DepthToSpace" | "SpaceToDepth" => depth_space(b, cx)?,
         "Split" => split(b, cx)?,
         "Slice" => slice(b, cx)?,
+        "Transpose" => transpose(b, cx)?,
+        "ReduceMean" | "ReduceMax" | "ReduceSum" => reduce(b, cx)?,
         _ if b.cpu_fallback && fallback_fn(op).is_some() => cpu_unary(b, cx)?,
         _ if fallback_fn(op).is_some() => {
             return Err(cx.err(format!(
