@@ -38,6 +38,9 @@
 //! | Concat along channels, LRN (odd size) | Concat, Lrn |
 //! | Upsample/Resize nearest by integer factors | Deconv (depthwise, ones) |
 //! | Split/Slice of channels | Conv 1x1 with a 0/1 selection (exact for finite values) |
+//! | Slice of lines and columns, evenly stepped (YOLOv5's Focus, crops) | Crop (+ Conv for channels) |
+//! | Transpose moving only axes of size 1 / permuting the axes that make up the channels (ShuffleNet's channel shuffle) | alias / Conv 1x1 with a permutation |
+//! | ReduceMean/ReduceMax/ReduceSum over all the pixels; ReduceMean/ReduceSum over the channels | Pool (global; + Power for a sum) / Conv 1x1 to one channel |
 //! | DepthToSpace (DCR, CRD), SpaceToDepth | Deconv / Conv by the block with 0/1 weights |
 //! | a constant Pad no window folds | depthwise Conv 1x1 of ones with the padding |
 //! | Exp, Log, Sqrt, Abs, Elu, Pow by a scalar, ... (`cpu_fallback` only) | CpuUnary |
@@ -46,11 +49,12 @@
 //! | Flatten, Reshape, Squeeze, Unsqueeze, Identity, Dropout | layout only / alias |
 //!
 //! Not expressible in the IR, refused with the reason: layout changes other than
-//! flattening (Transpose, a Reshape that a later channel op cannot read), broadcasting
+//! flattening (a Transpose between channels and pixels, a Reshape that a later channel op
+//! cannot read), slices of the batch or with negative steps, broadcasting
 //! other than scalar/per-channel, division by a computed tensor, pooling dilation, 3-D
 //! windows, softmax over a non-channel layout, non-constant padding (a constant Pad that
 //! no window folds becomes a padding convolution),
-//! linear/cubic resizing, concatenation off the channel axis, reductions and other
+//! linear/cubic resizing, concatenation off the channel axis, other reductions and other
 //! element-wise functions (Exp, Sqrt, Elu, ...; with [`Options::cpu_fallback`] these
 //! become IR `CpuUnary` nodes, run by the runtime on the CPU), network inputs other than FLOAT and FLOAT16,
 //! training-mode BatchNormalization/Dropout and their extra outputs, MaxPool's indices.
