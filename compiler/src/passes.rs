@@ -35,12 +35,13 @@ pub type Pass = fn(&mut Graph) -> Result<bool>;
 /// The first error of a pass; [`CompileError::Network`] if a pass breaks the graph's
 /// invariants (a compiler bug) or the passes do not settle.
 pub fn run_all(g: &mut Graph) -> Result<bool> {
-    let passes: [(&str, Pass); 5] = [
+    let passes: [(&str, Pass); 6] = [
         ("canonicalize_affine", canonicalize_affine),
         ("remove_identities", remove_identities),
         ("merge_affine", merge_affine),
         ("fold_affine_into_conv", fold_affine_into_conv),
         ("fold_scale_into_readers", fold_scale_into_readers),
+        ("fold_selections", fold_selections),
     ];
     let mut any = false;
     for _ in 0..MAX_ROUNDS {
@@ -400,6 +401,103 @@ pub fn fold_scale_into_readers(g: &mut Graph) -> Result<bool> {
         g.nodes.remove(i);
         redirect(g, y, x);
         changed = true;
+    }
+    Ok(changed)
+}
+
+/// The input channel each output channel of `p` copies, when `p` is a channel selection:
+/// a 1x1 convolution of stride 1 without padding, groups or bias whose weights have one 1
+/// per output channel and zeros elsewhere (how the ONNX front end maps `Split`, `Slice`
+/// of channels and the channel shuffle's `Transpose`).
+fn selection(p: &Conv, c: usize) -> Option<Vec<usize>> {
+    let w = &p.window;
+    let plain = w.kernel == [1, 1]
+        && w.stride == [1, 1]
+        && w.pad == [0; 4]
+        && w.dilation == [1, 1]
+        && p.groups == 1
+        && p.bias
+            .as_ref()
+            .is_none_or(|b| b.data.iter().all(|&v| v == 0.0))
+        && c > 0
+        && p.weight.len() == p.out_channels * c;
+    if !plain {
+        return None;
+    }
+    p.weight
+        .data
+        .chunks_exact(c)
+        .map(|row| {
+            let mut one = row.iter().enumerate().filter(|(_, &v)| v != 0.0);
+            match (one.next(), one.next()) {
+                (Some((i, &v)), None) if v == 1.0 => Some(i),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// Fold channel selections ([`selection`]) into the convolutions that read them:
+/// `conv(x[sel], W) = conv(x, W')` with `W'[k, c] = sum of W[k, o] over sel[o] = c`, exact
+/// (a reindexing; a channel selected twice adds two weights). A selection read by
+/// selections composes with them the same way. The readers must be convolutions without
+/// groups reading the selection alone; a selection some other node (a concatenation, an
+/// element-wise layer) or the network's output still reads stays for those. ShuffleNet
+/// v2's shuffle and split then cost no operation before each branch's first convolution,
+/// and a split's half read by a convolution (YOLOv8's C2f) one operation fewer.
+pub fn fold_selections(g: &mut Graph) -> Result<bool> {
+    let mut changed = false;
+    let mut dead = Vec::new();
+    for i in 0..g.nodes.len() {
+        let node = &g.nodes[i];
+        let (Op::Conv(p), [x], [y]) = (&node.op, node.inputs.as_slice(), node.outputs.as_slice())
+        else {
+            continue;
+        };
+        let (x, y) = (*x, *y);
+        let c = g.shape(x).c;
+        let Some(sel) = selection(p, c) else {
+            continue;
+        };
+        for j in 0..g.nodes.len() {
+            let reader = &g.nodes[j];
+            let Op::Conv(q) = &reader.op else { continue };
+            let k = (q.window.kernel[0] * q.window.kernel[1]).max(1);
+            if j == i
+                || reader.inputs.as_slice() != [y]
+                || q.groups != 1
+                || q.weight.len() != q.out_channels * sel.len() * k
+            {
+                continue;
+            }
+            let mut w = vec![0f32; q.out_channels * c * k];
+            for (dst, src) in w
+                .chunks_exact_mut(c * k)
+                .zip(q.weight.data.chunks_exact(sel.len() * k))
+            {
+                for (o, &ci) in sel.iter().enumerate() {
+                    for t in 0..k {
+                        dst[ci * k + t] += src[o * k + t];
+                    }
+                }
+            }
+            let dims = vec![q.out_channels, c, q.window.kernel[0], q.window.kernel[1]];
+            let weight = Weights::new(dims, w)
+                .ok_or_else(|| node_error(reader, "folded selection: weight size".into()))?;
+            let Op::Conv(q) = &mut g.nodes[j].op else {
+                unreachable!("checked: a convolution")
+            };
+            q.weight = weight;
+            g.nodes[j].inputs = vec![x];
+            changed = true;
+        }
+        // The selection itself goes once nothing reads it.
+        if !is_output(g, y) && reads(g, y) == 0 {
+            dead.push(i);
+        }
+    }
+    for &i in dead.iter().rev() {
+        g.nodes.remove(i);
     }
     Ok(changed)
 }

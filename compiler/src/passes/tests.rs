@@ -697,3 +697,95 @@ fn dump_lists_every_node() {
     );
     assert!(lines[4].contains("output scale1 1x3x4x4"), "{text}");
 }
+
+// ---------------------------------------------------------------- fold_selections
+
+/// A channel selection: output channel `o` copies input channel `sel[o]`.
+fn select(sel: &[usize], c: usize) -> Op {
+    let mut w = vec![0.0; sel.len() * c];
+    for (o, &i) in sel.iter().enumerate() {
+        w[o * c + i] = 1.0;
+    }
+    Op::Conv(conv_params(
+        window([1, 1], [1, 1], [0; 4], [1, 1]),
+        1,
+        sel.len(),
+        w,
+        [sel.len(), c, 1, 1],
+        None,
+    ))
+}
+
+#[test]
+fn selections_fold_into_convolutions_and_compose() {
+    let mut rng = Rng::new(12);
+    let c = 6;
+    // A shuffle (a permutation), a split of its first half into a 3x3 convolution and of
+    // its second half into a ReLU, and a channel picked twice into a 1x1 convolution.
+    let mut b = Builder::new(s(1, c, 5, 5));
+    let shuffle = b.add(
+        "shuffle",
+        select(&[0, 3, 1, 4, 2, 5], c),
+        &[TensorId(0)],
+        s(1, c, 5, 5),
+    );
+    let lo = b.add("lo", select(&[0, 1, 2], c), &[shuffle], s(1, 3, 5, 5));
+    let hi = b.add("hi", select(&[3, 4, 5], c), &[shuffle], s(1, 3, 5, 5));
+    let conv = b.add(
+        "conv",
+        Op::Conv(random_conv(&mut rng, 3, 4, 1, true)),
+        &[lo],
+        s(1, 4, 5, 5),
+    );
+    let r = b.add("r", relu(), &[hi], s(1, 3, 5, 5));
+    let twice = b.add(
+        "twice",
+        select(&[1, 1, 0], c),
+        &[TensorId(0)],
+        s(1, 3, 5, 5),
+    );
+    let one = b.add(
+        "one",
+        Op::Conv(random_conv(&mut rng, 3, 2, 1, false)),
+        &[twice],
+        s(1, 2, 5, 5),
+    );
+    let g = b.finish(&[conv, r, one]);
+    let mut h = g.clone();
+    let mut rounds = 0;
+    while fold_selections(&mut h).unwrap() {
+        h.check().unwrap();
+        rounds += 1;
+        assert!(rounds < 5);
+    }
+    // The shuffle went into both halves; the low half and the doubled pick into their
+    // convolutions; the high half stays for its ReLU.
+    assert_eq!(
+        ops(&h),
+        ["Convolution", "Convolution", "ReLU", "Convolution"]
+    );
+    assert_equivalent(&g, &h, 13);
+    // Not into a grouped convolution, nor when the selection has a bias or weights other
+    // than ones.
+    for case in ["grouped", "bias", "scaled"] {
+        let mut b = Builder::new(s(1, c, 4, 4));
+        let mut op = select(&[1, 0, 3, 2], c);
+        if let Op::Conv(p) = &mut op {
+            match case {
+                "bias" => p.bias = Some(Weights::vector(vec![0.5; 4])),
+                "scaled" => p.weight.data[1] = 2.0,
+                _ => {}
+            }
+        }
+        let sel = b.add("sel", op, &[TensorId(0)], s(1, 4, 4, 4));
+        let groups = if case == "grouped" { 2 } else { 1 };
+        let k = b.add(
+            "k",
+            Op::Conv(random_conv(&mut rng, 4, 4, groups, false)),
+            &[sel],
+            s(1, 4, 4, 4),
+        );
+        let g = b.finish(&[k]);
+        assert!(!apply(&g, fold_selections).1, "{case}");
+    }
+}
