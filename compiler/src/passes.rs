@@ -430,7 +430,7 @@ fn selection(p: &Conv, c: usize) -> Option<Vec<usize>> {
         .map(|row| {
             let mut one = row.iter().enumerate().filter(|(_, &v)| v != 0.0);
             match (one.next(), one.next()) {
-                (Some((i, &v)), None) if v == 1.0 => Some(i),
+                (Some((i, &1.0)), None) => Some(i),
                 _ => None,
             }
         })
