@@ -284,3 +284,33 @@ fn reductions_over_pixels_and_channels() {
     .to_string();
     assert!(e.contains("reduces all the pixels"), "{e}");
 }
+
+/// A transpose that moves only axes of size 1 (a pooled `1 x C x 1 x 1` to `1 x 1 x 1 x C`,
+/// as NHWC exports write it before the classifier) is an alias: no IR node.
+#[test]
+fn transpose_of_unit_axes_is_an_alias() {
+    let nodes = vec![
+        node("GlobalAveragePool", "p", &["x"], &["p"], vec![]),
+        node(
+            "Transpose",
+            "t",
+            &["p"],
+            &["t"],
+            vec![("perm", A::Is(vec![0, 2, 3, 1]))],
+        ),
+        node("Reshape", "y", &["t", "s2"], &["y"], vec![]),
+    ];
+    let model = model_with(
+        13,
+        vec![vi("x", &[1, 8, 3, 3])],
+        nodes,
+        vec![ti("s2", &[2], vec![1, 8])],
+        &["y"],
+    );
+    let g = load(&model, "nv_full", Precision::Fp16);
+    assert_eq!(ops(&g), ["Pooling"]);
+    let x = exact_input(8 * 9, 5);
+    let mean: Vec<f32> = x.chunks(9).map(|p| p.iter().sum::<f32>() / 9.0).collect();
+    let (got, _) = run_fp16(&g, "nv_full", &x);
+    assert!(max_rel_err(&got, &mean) < 2e-3, "{got:?} {mean:?}");
+}
