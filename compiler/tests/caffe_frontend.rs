@@ -1603,3 +1603,66 @@ fn random_mutations_never_panic() {
     // Both outcomes occur: the mutations are neither all fatal nor all harmless.
     assert!(outcomes[0] > 50 && outcomes[1] > 500, "{outcomes:?}");
 }
+
+#[test]
+fn crop_cuts_lines_and_columns_to_the_reference_shape() {
+    // FCN's `Crop`: the data cut to the pooled blob's 5x4 at lines 3.., columns 2...
+    let body = |param: &str| {
+        format!(
+            "layer {{ name: \"pool\" type: \"Pooling\" bottom: \"data\" top: \"pool\"
+               pooling_param {{ pool: MAX kernel_size: 2 stride: 2 }} }}
+             layer {{ name: \"crop\" type: \"Crop\" bottom: \"data\" bottom: \"pool\" top: \"crop\"
+               {param} }}"
+        )
+    };
+    let p = net(
+        &[1, 4, 10, 8],
+        &body("crop_param { axis: 2 offset: 3 offset: 2 }"),
+    );
+    let g = caffe::load(&p, &model(vec![])).unwrap();
+    let crop = node(&g, "crop");
+    assert_eq!(
+        crop.op,
+        Op::Crop {
+            origin: [3, 2],
+            step: [1, 1]
+        }
+    );
+    assert_eq!(crop.inputs, vec![g.inputs[0]]);
+    assert_eq!(g.shape(crop.outputs[0]), Shape::new(1, 4, 5, 4));
+    let x = seq(4 * 10 * 8, 0.0, 1.0);
+    let values = nvdla_compiler::reference::run(&g, &[(g.inputs[0], x.clone())]).unwrap();
+    let want: Vec<f32> = (0..4)
+        .flat_map(|c| (3..8).flat_map(move |y| (2..6).map(move |xx| (c * 80 + y * 8 + xx) as f32)))
+        .collect();
+    assert_eq!(values[crop.outputs[0].0], want);
+    // One offset for both axes; the default axis and offset 0.
+    let g = caffe::load(
+        &net(&[1, 4, 10, 8], &body("crop_param { offset: 1 }")),
+        &model(vec![]),
+    )
+    .unwrap();
+    assert!(matches!(
+        node(&g, "crop").op,
+        Op::Crop { origin: [1, 1], .. }
+    ));
+    let g = caffe::load(&net(&[1, 4, 10, 8], &body("")), &model(vec![])).unwrap();
+    assert!(matches!(
+        node(&g, "crop").op,
+        Op::Crop { origin: [0, 0], .. }
+    ));
+    // Past the input, or cropping the channels: errors naming the layer.
+    for (param, want) in [
+        ("crop_param { offset: 6 }", "reads past the input"),
+        ("crop_param { axis: 1 }", "the batch or the channels"),
+        (
+            "crop_param { offset: 1 offset: 1 offset: 1 }",
+            "3 offsets for 2",
+        ),
+    ] {
+        let e = caffe::load(&net(&[1, 4, 10, 8], &body(param)), &model(vec![]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("crop") && e.contains(want), "{param}: {e}");
+    }
+}

@@ -116,6 +116,7 @@ pub(crate) fn map(kind: &str, l: &LayerIn<'_, '_>) -> Option<Result<(Op, Vec<usi
         "Flatten" => flatten(l),
         "Reshape" => reshape(l),
         "PReLU" => prelu(l),
+        "Crop" => crop(l),
         _ => return None,
     })
 }
@@ -745,6 +746,63 @@ fn flatten_like(l: &LayerIn<'_, '_>, x: &[usize], out: Vec<usize>) -> Result<(Op
         )));
     }
     Ok((Op::Flatten, out))
+}
+
+/// Caffe `Crop` (FCN's score maps): the first bottom cut to the second's shape from
+/// `axis` (default 2) on, starting at `offset` (none: 0; one: for every cropped axis; or one
+/// per axis). The lines and columns are an IR `Crop`; the second bottom gives the shape
+/// only (the builder drops it as an input). Cropping the batch or the channels is refused.
+fn crop(l: &LayerIn<'_, '_>) -> Result<(Op, Vec<usize>)> {
+    let ctx = l.ctx;
+    l.bottoms(2)?;
+    let (x, r) = (&l.inputs[0], &l.inputs[1]);
+    if x.len() != 4 || r.len() != 4 {
+        return Err(ctx.err(format!(
+            "crops 4-D blobs (N x C x H x W), found {} and {}",
+            fmt(x),
+            fmt(r)
+        )));
+    }
+    let p = l.param("crop_param")?;
+    let axis = params::int(ctx, p, "axis")?.unwrap_or(2);
+    let axis = canonical_axis(ctx, "axis", axis, 4)?;
+    if axis < 2 {
+        return Err(ctx.err(format!(
+            "axis {axis}: cropping the batch or the channels is not supported (lines and \
+             columns are)"
+        )));
+    }
+    let given = params::sizes(ctx, p, "offset")?;
+    let offsets = match given.len() {
+        0 => vec![0; 4 - axis],
+        1 => vec![given[0]; 4 - axis],
+        n if n == 4 - axis => given,
+        n => {
+            return Err(ctx.err(format!(
+                "{n} offsets for {} cropped axes (give one, or one per axis)",
+                4 - axis
+            )))
+        }
+    };
+    let mut out = x.clone();
+    let mut origin = [0usize; 2];
+    for (a, &o) in (axis..4).zip(&offsets) {
+        if o.checked_add(r[a]).is_none_or(|end| end > x[a]) || r[a] == 0 {
+            return Err(ctx.err(format!(
+                "cropping {} lines or columns at {o} from {} along axis {a} reads past the input",
+                r[a], x[a]
+            )));
+        }
+        out[a] = r[a];
+        origin[a - 2] = o;
+    }
+    Ok((
+        Op::Crop {
+            origin,
+            step: [1, 1],
+        },
+        out,
+    ))
 }
 
 fn flatten(l: &LayerIn<'_, '_>) -> Result<(Op, Vec<usize>)> {

@@ -363,6 +363,12 @@ impl Builder<'_, '_> {
                     return Err(ctx.err(format!("unsupported layer type `{spelled}`")));
                 };
                 let (op, out_dims) = mapped?;
+                // A crop's second bottom only gives the output's shape.
+                let inputs = if matches!(op, Op::Crop { .. }) {
+                    inputs[..1].to_vec()
+                } else {
+                    inputs
+                };
                 let [top] = tops.as_slice() else {
                     return Err(ctx.err(format!("expects 1 top blob, found {}", tops.len())));
                 };
