@@ -442,7 +442,8 @@ fn selection(p: &Conv, c: usize) -> Option<Vec<usize>> {
 /// (a reindexing; a channel selected twice adds two weights). A selection read by
 /// selections composes with them the same way. The readers must be convolutions without
 /// groups reading the selection alone; a selection some other node (a concatenation, an
-/// element-wise layer) or the network's output still reads stays for those. ShuffleNet
+/// element-wise layer) or the network's output still reads stays for those, as does one
+/// whose fold would more than double the weights involved. ShuffleNet
 /// v2's shuffle and split then cost no operation before each branch's first convolution,
 /// and a split's half read by a convolution (YOLOv8's C2f) one operation fewer.
 pub fn fold_selections(g: &mut Graph) -> Result<bool> {
@@ -459,14 +460,25 @@ pub fn fold_selections(g: &mut Graph) -> Result<bool> {
         let Some(sel) = selection(p, c) else {
             continue;
         };
+        let selection_weights = p.weight.len();
         for j in 0..g.nodes.len() {
             let reader = &g.nodes[j];
             let Op::Conv(q) = &reader.op else { continue };
             let k = (q.window.kernel[0] * q.window.kernel[1]).max(1);
+            // The folded weights may grow (the channels the selection drops get zeros),
+            // but at most to twice the reader's and the selection's together: selecting a
+            // few of many channels is cheaper as its own operation.
+            let grown = q.out_channels.checked_mul(c).and_then(|v| v.checked_mul(k));
+            let budget = q
+                .weight
+                .len()
+                .saturating_add(selection_weights)
+                .saturating_mul(2);
             if j == i
                 || reader.inputs.as_slice() != [y]
                 || q.groups != 1
                 || q.weight.len() != q.out_channels * sel.len() * k
+                || grown.is_none_or(|n| n > budget)
             {
                 continue;
             }
