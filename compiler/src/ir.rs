@@ -102,6 +102,24 @@ pub struct Window {
     pub dilation: [usize; 2],
 }
 
+impl Window {
+    /// One pixel, stride 1, no padding: a pointwise (1x1) convolution's window.
+    pub const POINTWISE: Window = Window {
+        kernel: [1, 1],
+        stride: [1, 1],
+        pad: [0; 4],
+        dilation: [1, 1],
+    };
+
+    /// A whole `h x w` plane at once (global pooling).
+    pub fn global(h: usize, w: usize) -> Window {
+        Window {
+            kernel: [h, w],
+            ..Window::POINTWISE
+        }
+    }
+}
+
 /// Convolution (and deconvolution) parameters.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Conv {
@@ -117,6 +135,20 @@ pub struct Conv {
     pub weight: Weights,
     /// `[K]`, if any.
     pub bias: Option<Weights>,
+}
+
+impl Conv {
+    /// A 1x1 convolution without groups: `weight` is `[K, C, 1, 1]`, `K` its first
+    /// dimension.
+    pub fn pointwise(weight: Weights, bias: Option<Weights>) -> Conv {
+        Conv {
+            window: Window::POINTWISE,
+            groups: 1,
+            out_channels: weight.dims.first().copied().unwrap_or(0),
+            weight,
+            bias,
+        }
+    }
 }
 
 /// Pooling kind.

@@ -93,12 +93,7 @@ pub fn apply(g: &mut Graph, pre: &Preprocess) -> Result<()> {
             w[k * c + (c - 1 - k)] = pre.scale;
         }
         Op::Conv(Conv {
-            window: Window {
-                kernel: [1, 1],
-                stride: [1, 1],
-                pad: [0; 4],
-                dilation: [1, 1],
-            },
+            window: Window::POINTWISE,
             groups: 1,
             out_channels: c,
             weight: Weights::new(vec![c, c, 1, 1], w).expect("c*c values"),

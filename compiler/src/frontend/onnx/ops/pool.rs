@@ -131,12 +131,7 @@ pub(super) fn global_pool(b: &mut Builder, cx: &NodeCx<'_>) -> Result<Vec<Value>
         } else {
             PoolKind::Avg
         },
-        window: Window {
-            kernel: [s.h, s.w],
-            stride: [1, 1],
-            pad: [0; 4],
-            dilation: [1, 1],
-        },
+        window: Window::global(s.h, s.w),
         ceil_mode: false,
         count_include_pad: false,
     };

@@ -58,12 +58,7 @@ pub(super) fn reduce(b: &mut Builder, cx: &NodeCx<'_>) -> Result<Vec<Value>> {
         };
         let pool = Op::Pool(Pool {
             kind,
-            window: Window {
-                kernel: [s.h, s.w],
-                stride: [1, 1],
-                pad: [0; 4],
-                dilation: [1, 1],
-            },
+            window: Window::global(s.h, s.w),
             ceil_mode: false,
             count_include_pad: false,
         });
@@ -75,19 +70,9 @@ pub(super) fn reduce(b: &mut Builder, cx: &NodeCx<'_>) -> Result<Vec<Value>> {
             1.0
         };
         b.spend(cx, s.c)?;
-        let conv = Op::Conv(Conv {
-            window: Window {
-                kernel: [1, 1],
-                stride: [1, 1],
-                pad: [0; 4],
-                dilation: [1, 1],
-            },
-            groups: 1,
-            out_channels: 1,
-            weight: Weights::new(vec![1, s.c, 1, 1], vec![w; s.c])
-                .ok_or_else(|| cx.err("weight size"))?,
-            bias: None,
-        });
+        let weight =
+            Weights::new(vec![1, s.c, 1, 1], vec![w; s.c]).ok_or_else(|| cx.err("weight size"))?;
+        let conv = Op::Conv(Conv::pointwise(weight, None));
         (conv, Shape::new(s.n, 1, s.h, s.w))
     } else {
         return Err(cx.err(format!(

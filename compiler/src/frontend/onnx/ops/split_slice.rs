@@ -36,12 +36,7 @@ fn select_channels(
     out_dims[ca] = sel.len();
     let shape = ir_shape(&out_dims).map_err(|e| cx.err(e))?;
     let op = Op::Conv(Conv {
-        window: Window {
-            kernel: [1, 1],
-            stride: [1, 1],
-            pad: [0; 4],
-            dilation: [1, 1],
-        },
+        window: Window::POINTWISE,
         groups: 1,
         out_channels: sel.len(),
         weight: Weights::new(vec![sel.len(), c, 1, 1], w).ok_or_else(|| cx.err("weight size"))?,

@@ -12,7 +12,7 @@
 use crate::error::Result;
 use crate::frontend::onnx::build::{Act, Builder, NodeCx, Value};
 use crate::frontend::onnx::tensor::{self, fmt_dims, MAX_COMPUTED};
-use crate::ir::{Conv, Op, Shape, Weights, Window};
+use crate::ir::{Conv, Op, Shape, Weights};
 
 pub(super) fn transpose(b: &mut Builder, cx: &NodeCx<'_>) -> Result<Vec<Value>> {
     cx.arity(1, 1)?;
@@ -56,18 +56,8 @@ pub(super) fn transpose(b: &mut Builder, cx: &NodeCx<'_>) -> Result<Vec<Value>> 
     for (o, &i) in sel.iter().enumerate() {
         w[o * s.c + i] = 1.0;
     }
-    let op = Op::Conv(Conv {
-        window: Window {
-            kernel: [1, 1],
-            stride: [1, 1],
-            pad: [0; 4],
-            dilation: [1, 1],
-        },
-        groups: 1,
-        out_channels: s.c,
-        weight: Weights::new(vec![s.c, s.c, 1, 1], w).ok_or_else(|| cx.err("weight size"))?,
-        bias: None,
-    });
+    let weight = Weights::new(vec![s.c, s.c, 1, 1], w).ok_or_else(|| cx.err("weight size"))?;
+    let op = Op::Conv(Conv::pointwise(weight, None));
     let t = b.emit(cx, None, op, vec![x.t], cx.out(0).into(), s);
     Ok(vec![Value::Act(Act { t, dims: out_dims })])
 }
