@@ -13,7 +13,7 @@
 //! 1x1 convolution with the permutation and the affine folded into its weights.
 
 use crate::error::{CompileError, Result};
-use crate::ir::{Conv, Graph, Node, Op, Weights, Window};
+use crate::ir::{Conv, Graph, Node, Op, Weights};
 
 /// Channel order of the model's colour input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,13 +92,10 @@ pub fn apply(g: &mut Graph, pre: &Preprocess) -> Result<()> {
         for k in 0..c {
             w[k * c + (c - 1 - k)] = pre.scale;
         }
-        Op::Conv(Conv {
-            window: Window::POINTWISE,
-            groups: 1,
-            out_channels: c,
-            weight: Weights::new(vec![c, c, 1, 1], w).expect("c*c values"),
-            bias: Some(Weights::vector(bias)),
-        })
+        Op::Conv(Conv::pointwise(
+            Weights::new(vec![c, c, 1, 1], w).expect("c*c values"),
+            Some(Weights::vector(bias)),
+        ))
     } else {
         Op::ChannelAffine {
             scale: Some(Weights::vector(scale)),

@@ -5,7 +5,7 @@ use crate::error::Result;
 use crate::frontend::onnx::build::{channel_axis, ir_shape, Act, Builder, NodeCx, Value};
 use crate::frontend::onnx::fold;
 use crate::frontend::onnx::tensor::{self, fmt_dims, MAX_COMPUTED};
-use crate::ir::{Conv, Op, Weights, Window};
+use crate::ir::{Conv, Op, Weights};
 
 /// Channels `sel` of activation `x`'s channel axis as a new activation (output `out_k`), by a
 /// 1x1 convolution with a 0/1 selection matrix (exact for finite values).
@@ -35,13 +35,8 @@ fn select_channels(
     let mut out_dims = dims.clone();
     out_dims[ca] = sel.len();
     let shape = ir_shape(&out_dims).map_err(|e| cx.err(e))?;
-    let op = Op::Conv(Conv {
-        window: Window::POINTWISE,
-        groups: 1,
-        out_channels: sel.len(),
-        weight: Weights::new(vec![sel.len(), c, 1, 1], w).ok_or_else(|| cx.err("weight size"))?,
-        bias: None,
-    });
+    let weight = Weights::new(vec![sel.len(), c, 1, 1], w).ok_or_else(|| cx.err("weight size"))?;
+    let op = Op::Conv(Conv::pointwise(weight, None));
     let suffix = (cx.node.output.len() > 1).then(|| format!("{out_k}"));
     let t = b.emit(
         cx,
