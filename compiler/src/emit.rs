@@ -56,6 +56,8 @@ struct Shared {
     entries: Vec<u16>,
     weights: Option<i16>,
     pool: Option<i16>,
+    /// The activation pool in CV-SRAM.
+    sram_pool: Option<i16>,
     inputs: Vec<i16>,
     outputs: Vec<i16>,
 }
@@ -67,6 +69,7 @@ pub fn emit(p: &Program, t: &Target) -> Result<LoadableSpec> {
         entries: Vec::new(),
         weights: None,
         pool: None,
+        sram_pool: None,
         inputs: Vec::new(),
         outputs: Vec::new(),
     };
@@ -112,6 +115,16 @@ pub fn emit(p: &Program, t: &Target) -> Result<LoadableSpec> {
             ..Default::default()
         };
         shared.pool = Some(add_shared(&mut s, &mut shared, m));
+    }
+    if p.sram_pool_size > 0 {
+        let m = MemorySpec {
+            domain: MemoryDomain::SRAM.raw(),
+            flags: MemoryFlags::ALLOC.bits(),
+            size: p.sram_pool_size.next_multiple_of(u64::from(MEM_ALIGN)),
+            alignment: MEM_ALIGN,
+            ..Default::default()
+        };
+        shared.sram_pool = Some(add_shared(&mut s, &mut shared, m));
     }
     for (kind, list) in [
         (MemoryFlags::INPUT, &p.inputs),
@@ -352,8 +365,19 @@ impl Ctx<'_> {
                 let pos = self.shared.outputs[i];
                 (pos, Some(self.shared.entries[pos as usize - 1]))
             }
+            _ if self.p.surface(root).sram => (self.shared.sram_pool.unwrap_or(-1), None),
             _ => (self.shared.pool.unwrap_or(-1), None),
         }
+    }
+
+    /// The memory interface of surface `id`: CV for the CV-SRAM pool, else MC.
+    fn mem_type(&self, id: SurfId) -> u16 {
+        let ram = if self.p.surface(self.p.root(id)).sram {
+            dla::MemType::Cv
+        } else {
+            dla::MemType::Mc
+        };
+        ram.raw().into()
     }
 
     fn cube(&self, id: SurfId) -> (dla::DataCube, Option<u16>) {
@@ -361,7 +385,7 @@ impl Ctx<'_> {
         let (address, io) = self.surface_address(id);
         (
             dla::DataCube {
-                mem_type: dla::MemType::Mc.raw().into(),
+                mem_type: self.mem_type(id),
                 address,
                 offset: s.offset as u32,
                 size: s.size,

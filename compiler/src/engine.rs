@@ -77,6 +77,10 @@ pub struct Surface {
     /// `A16B16G16R16_F` in fp16) instead of a feature cube: a network input read in image
     /// mode ([`crate::lower::image`]).
     pub pixel: bool,
+    /// A pool surface placed in CV-SRAM by the memory plan ([`crate::Options::cvsram`]):
+    /// its bytes are in the SRAM pool, and the engines address it as `CV`. Views follow
+    /// their root.
+    pub sram: bool,
 }
 
 impl Surface {
@@ -449,6 +453,8 @@ pub struct Program {
     pub outputs: Vec<SurfId>,
     /// Bytes of the activation pool (after planning).
     pub pool_size: u64,
+    /// Bytes of the activation pool in CV-SRAM (after planning; 0 without one).
+    pub sram_pool_size: u64,
     /// Bytes of the weight memory (after planning).
     pub weight_size: u64,
 }

@@ -84,7 +84,7 @@ pub(crate) fn compile_calibrated(
         image_input: opts.image_input,
     };
     let mut program = lower::lower_with(&graph, target, &quant, settings)?;
-    plan::plan(&mut program, target, !opts.keep_activations);
+    plan::plan(&mut program, target, !opts.keep_activations, opts.cvsram);
     let spec = emit::emit(&program, target)?;
     let loadable = spec.build();
     Ok(Compiled {

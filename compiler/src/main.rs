@@ -50,6 +50,12 @@ struct Args {
     /// int8 the input tiles lose two bits (PRA_TRUNCATE 2).
     #[arg(long)]
     winograd: bool,
+    /// Place activations in on-chip CV-SRAM up to SIZE bytes (suffix K or M for KiB or
+    /// MiB, e.g. 4M), on builds with a secondary memory interface (nv_full): what fits
+    /// for its lifetime moves through CVIF instead of DRAM. Runs on devices that allocate
+    /// CV-SRAM (the built-in virtual platform).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    cvsram: Option<u64>,
     /// Output: a directory (writes `<profile>.nvdla` in it) or a `.nvdla` file.
     #[arg(short = 'o', default_value = ".")]
     output: PathBuf,
@@ -144,6 +150,30 @@ struct Args {
 }
 
 /// `name=1x3x224x224` (dimensions separated by `x` or `,`).
+/// A byte count: digits with an optional `K` or `M` (binary multiples).
+fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (digits, unit) = match t.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
+        Some((i, _)) => t.split_at(i),
+        None => (t, ""),
+    };
+    let shift = match unit
+        .to_ascii_uppercase()
+        .trim_end_matches("IB")
+        .trim_end_matches('B')
+    {
+        "" => 0,
+        "K" => 10,
+        "M" => 20,
+        _ => return Err(format!("`{s}`: a size is bytes, or a number with K or M")),
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(1 << shift))
+        .ok_or_else(|| format!("`{s}`: not a size in bytes"))
+}
+
 fn parse_input_shape(s: &str) -> Result<(String, Vec<usize>), String> {
     let (name, dims) = s
         .rsplit_once('=')
@@ -252,6 +282,7 @@ fn run(a: &Args) -> Result<(), CompileError> {
     opts.channel_scales = a.activation_scales == "per-channel";
     opts.winograd = a.winograd;
     opts.image_input = a.image_input;
+    opts.cvsram = a.cvsram.unwrap_or(0);
     if a.optimize {
         opts.optimize();
     }
@@ -401,6 +432,23 @@ fn main() -> ExitCode {
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_size;
+
+    #[test]
+    fn sizes_in_bytes_kib_and_mib() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("4M"), Ok(4 << 20));
+        assert_eq!(parse_size("512k"), Ok(512 << 10));
+        assert_eq!(parse_size("2MiB"), Ok(2 << 20));
+        assert_eq!(parse_size("1KB"), Ok(1024));
+        for bad in ["", "M", "4G", "-1", "1.5M", "99999999999999999999M"] {
+            assert!(parse_size(bad).is_err(), "{bad}");
         }
     }
 }

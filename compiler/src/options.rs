@@ -81,6 +81,12 @@ pub struct Options {
     /// [`crate::lower::image`]): the loadable's input is `A8B8G8R8` (int8) or
     /// `A16B16G16R16_F` (fp16), which the runtime fills from the same arrays and images.
     pub image_input: bool,
+    /// Bytes of on-chip CV-SRAM the activations may use (`--cvsram SIZE`; 0, the
+    /// default: none). Builds with a secondary memory interface (nv_full) only; what fits
+    /// for its lifetime is read and written through CVIF instead of DRAM
+    /// ([`crate::plan`]). The loadable then needs a device that allocates CV-SRAM (the
+    /// built-in virtual platform).
+    pub cvsram: u64,
 }
 
 impl Options {
@@ -111,6 +117,7 @@ impl Options {
             channel_scales: true,
             winograd: false,
             image_input: false,
+            cvsram: 0,
         }
     }
 
@@ -145,6 +152,12 @@ impl Options {
             return Err(CompileError::Option(format!(
                 "normalize {} must be positive",
                 self.normalize
+            )));
+        }
+        if self.cvsram > 0 && !self.target.hw.features.cvif {
+            return Err(CompileError::Option(format!(
+                "--cvsram: {} has no secondary memory interface (CV-SRAM)",
+                self.target.hw.name
             )));
         }
         if self.target.precision == Precision::Int8 && matches!(self.calibration, Calibrate::None) {

@@ -5,8 +5,14 @@
 //! the operation that writes it to the last operation that reads it, and a later surface
 //! takes the lowest offset free for its whole lifetime (first fit). Network inputs and
 //! outputs have memories of their own, which the runtime binds.
+//!
+//! With a CV-SRAM budget ([`crate::Options::cvsram`], builds with a secondary memory
+//! interface), a second pool in SRAM is planned the same way first: a surface goes there
+//! when it fits the budget for its whole lifetime, else to the DRAM pool. Only surfaces
+//! the engines alone touch qualify (not those a CPU task reads or writes: the runtime
+//! hands the CPU no SRAM), so the SRAM pool is scratch the host never maps.
 
-use crate::engine::{Program, SurfId, SurfKind};
+use crate::engine::{Engine, Program, SurfId, SurfKind};
 use crate::target::Target;
 
 /// Alignment of every blob and surface in bytes (the largest memory atom of any
@@ -14,8 +20,9 @@ use crate::target::Target;
 pub const ALIGN: u64 = 256;
 
 /// Fill in blob and surface offsets and the memory sizes; with `reuse` false every
-/// activation keeps its own bytes (for reading every layer's output after a run).
-pub fn plan(p: &mut Program, t: &Target, reuse: bool) {
+/// activation keeps its own bytes (for reading every layer's output after a run, so in
+/// DRAM). `cvsram` bytes of CV-SRAM hold what fits of the activations (0: none).
+pub fn plan(p: &mut Program, t: &Target, reuse: bool, cvsram: u64) {
     let mut off = 0u64;
     for b in &mut p.blobs {
         b.offset = off;
@@ -39,8 +46,16 @@ pub fn plan(p: &mut Program, t: &Target, reuse: bool) {
             last[r] = last[r].max(i);
         }
     }
-    let mut placed: Vec<(u64, u64, usize, usize)> = Vec::new(); // (start, end, first, last)
-    let mut pool = 0u64;
+    // Surfaces a CPU task touches stay in DRAM.
+    let mut cpu = vec![false; n];
+    for op in p.ops.iter().filter(|op| op.engine() == Engine::Cpu) {
+        for s in op.reads().into_iter().chain(op.writes()) {
+            cpu[p.root(s).0] = true;
+        }
+    }
+    let sram_budget = if reuse { cvsram } else { 0 };
+    let mut dram = Pool::default();
+    let mut sram = Pool::default();
     // Larger, earlier surfaces first gives tighter packing; order by first use.
     let mut order: Vec<usize> = (0..n)
         .filter(|&i| p.surfaces[i].kind == SurfKind::Pool && first[i] != usize::MAX)
@@ -48,24 +63,18 @@ pub fn plan(p: &mut Program, t: &Target, reuse: bool) {
     order.sort_by_key(|&i| (first[i], std::cmp::Reverse(p.surfaces[i].size)));
     for i in order {
         let size = u64::from(p.surfaces[i].size).next_multiple_of(ALIGN);
-        let mut busy: Vec<(u64, u64)> = placed
-            .iter()
-            .filter(|(_, _, f, l)| !reuse || (*f <= last[i] && first[i] <= *l))
-            .map(|(s, e, _, _)| (*s, *e))
-            .collect();
-        busy.sort();
-        let mut at = 0u64;
-        for (s, e) in busy {
-            if at + size <= s {
-                break;
-            }
-            at = at.max(e);
-        }
-        placed.push((at, at + size, first[i], last[i]));
+        let life = (first[i], last[i]);
+        let in_sram = !cpu[i] && sram.fits(size, life, reuse, sram_budget);
+        let at = if in_sram {
+            sram.place(size, life, reuse)
+        } else {
+            dram.place(size, life, reuse)
+        };
         p.surfaces[i].offset = at;
-        pool = pool.max(at + size);
+        p.surfaces[i].sram = in_sram;
     }
-    p.pool_size = pool;
+    p.pool_size = dram.size;
+    p.sram_pool_size = sram.size;
 
     // Views: their parent's offset plus their first channel's surface.
     for i in 0..n {
@@ -89,6 +98,50 @@ pub fn plan(p: &mut Program, t: &Target, reuse: bool) {
                 id = parent;
             }
             p.surfaces[i].offset = p.surfaces[id.0].offset + off;
+            p.surfaces[i].sram = p.surfaces[id.0].sram;
         }
+    }
+}
+
+/// One activation pool: the ranges placed so far with their lifetimes (first and last
+/// operation), and its size.
+#[derive(Default)]
+struct Pool {
+    placed: Vec<(u64, u64, (usize, usize))>,
+    size: u64,
+}
+
+impl Pool {
+    /// The lowest offset where `size` bytes are free for lifetime `life` (for every
+    /// lifetime without `reuse`).
+    fn first_fit(&self, size: u64, life: (usize, usize), reuse: bool) -> u64 {
+        let mut busy: Vec<(u64, u64)> = self
+            .placed
+            .iter()
+            .filter(|(_, _, (f, l))| !reuse || (*f <= life.1 && life.0 <= *l))
+            .map(|&(s, e, _)| (s, e))
+            .collect();
+        busy.sort_unstable();
+        let mut at = 0u64;
+        for (s, e) in busy {
+            if at + size <= s {
+                break;
+            }
+            at = at.max(e);
+        }
+        at
+    }
+
+    /// Whether `size` bytes fit below `budget` for lifetime `life`.
+    fn fits(&self, size: u64, life: (usize, usize), reuse: bool, budget: u64) -> bool {
+        size <= budget && self.first_fit(size, life, reuse) + size <= budget
+    }
+
+    /// Places `size` bytes for lifetime `life`; their offset.
+    fn place(&mut self, size: u64, life: (usize, usize), reuse: bool) -> u64 {
+        let at = self.first_fit(size, life, reuse);
+        self.placed.push((at, at + size, life));
+        self.size = self.size.max(at + size);
+        at
     }
 }

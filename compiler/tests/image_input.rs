@@ -94,6 +94,7 @@ const IMAGE: Extra = Extra {
     cpu_fallback: false,
     winograd: false,
     image_input: true,
+    cvsram: 0,
 };
 
 #[test]

@@ -62,6 +62,10 @@ pub struct BoConfig {
     pub max_bo_size: u64,
     /// Most live BOs over all clients.
     pub max_bos: usize,
+    /// On-chip SRAM behind the secondary memory interface (CVIF), as a window of its own
+    /// (start, size; page aligned): BOs created with [`BO_FLAG_CVSRAM`] take their device
+    /// addresses here. `None` on builds and platforms without one (the flag is `EINVAL`).
+    pub cvsram: Option<(u64, u64)>,
 }
 
 impl Default for BoConfig {
@@ -73,12 +77,18 @@ impl Default for BoConfig {
             iova_size: 1 << 30,
             max_bo_size: 256 << 20,
             max_bos: 65_536,
+            cvsram: None,
         }
     }
 }
 
-/// Flags accepted by [`BoTable::create`]: none are defined, so any set bit is `EINVAL`.
-pub const BO_FLAGS_KNOWN: u32 = 0;
+/// [`BoTable::create`] flag: place the BO in CV-SRAM ([`BoConfig::cvsram`]) instead of
+/// DRAM. Such a BO is on-chip scratch for the engines (a loadable's SRAM-domain memory,
+/// which the surface descriptors address as `CV`): its device address is a CVIF address.
+pub const BO_FLAG_CVSRAM: u32 = 1;
+
+/// Flags accepted by [`BoTable::create`]; any other set bit is `EINVAL`.
+pub const BO_FLAGS_KNOWN: u32 = BO_FLAG_CVSRAM;
 
 /// One live buffer object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,6 +103,8 @@ pub struct Bo {
     pub iova_len: u64,
     /// Fake offset for `mmap(2)`.
     pub mmap_offset: u64,
+    /// In CV-SRAM ([`BO_FLAG_CVSRAM`]): `iova` is a CVIF address.
+    pub cvsram: bool,
     /// Number of running tasks, user mappings and exports using the BO; nonzero forbids
     /// destruction.
     pub pin_count: u32,
@@ -106,6 +118,8 @@ pub struct Bo {
 pub struct BoTable {
     cfg: BoConfig,
     iova: IovaAllocator,
+    /// Addresses of the CV-SRAM window, when the configuration has one.
+    sram: Option<IovaAllocator>,
     /// Live BOs (handle, BO), sorted by handle.
     bos: Vec<(u32, Bo)>,
     next_handle: u32,
@@ -114,8 +128,13 @@ pub struct BoTable {
 impl BoTable {
     /// An empty table; `EINVAL` if the window in `cfg` is invalid.
     pub fn new(cfg: BoConfig) -> Result<Self, Error> {
+        let sram = match cfg.cvsram {
+            Some((base, size)) => Some(IovaAllocator::new(base, size)?),
+            None => None,
+        };
         Ok(Self {
             iova: IovaAllocator::new(cfg.iova_base, cfg.iova_size)?,
+            sram,
             cfg,
             bos: Vec::new(),
             next_handle: 1,
@@ -139,13 +158,19 @@ impl BoTable {
 
     /// Creates a BO of `size` bytes for `client` (GEM_CREATE).
     ///
-    /// Checks, in order: `flags` has only known bits (`EINVAL`), `size` is nonzero
+    /// Checks, in order: `flags` has only known bits, and [`BO_FLAG_CVSRAM`] only with a
+    /// CV-SRAM window (`EINVAL`), `size` is nonzero
     /// (`EINVAL`), `size` is at most `max_bo_size` (`E2BIG`) and does not overflow when
     /// rounded to pages (`EOVERFLOW`), the BO count limit (`ENOMEM`), then device address
     /// space and memory for the table (`ENOMEM`).
     pub fn create(&mut self, client: ClientId, size: u64, flags: u32) -> Result<BoHandle, Error> {
         if flags & !BO_FLAGS_KNOWN != 0 {
             log::debug!("bo: create: unknown flags {flags:#x}");
+            return Err(Error::Invalid);
+        }
+        let cvsram = flags & BO_FLAG_CVSRAM != 0;
+        if cvsram && self.sram.is_none() {
+            log::debug!("bo: create: no CV-SRAM on this device");
             return Err(Error::Invalid);
         }
         if size == 0 {
@@ -163,7 +188,10 @@ impl BoTable {
         }
         let handle = self.free_handle().ok_or(Error::NoMemory)?;
         self.bos.try_reserve(1).map_err(|_| Error::NoMemory)?;
-        let iova = self.iova.alloc(iova_len)?;
+        let iova = match (cvsram, self.sram.as_mut()) {
+            (true, Some(sram)) => sram.alloc(iova_len)?,
+            _ => self.iova.alloc(iova_len)?,
+        };
         let mmap_offset = MMAP_OFFSET_BASE + u64::from(handle.get()) * PAGE_SIZE;
         let at = self.bos.partition_point(|&(h, _)| h < handle.get());
         // Within the capacity reserved above: does not allocate.
@@ -177,6 +205,7 @@ impl BoTable {
                     iova,
                     iova_len,
                     mmap_offset,
+                    cvsram,
                     pin_count: 0,
                     orphaned: false,
                 },
@@ -260,7 +289,7 @@ impl BoTable {
             );
             return Err(Error::Busy);
         }
-        self.iova.free(bo.iova, bo.iova_len)?;
+        self.free_range(&bo)?;
         self.remove(handle);
         Ok(bo)
     }
@@ -304,11 +333,19 @@ impl BoTable {
         };
         bo.pin_count = bo.pin_count.checked_sub(1).ok_or(Error::Invalid)?;
         if bo.orphaned && bo.pin_count == 0 {
-            let (iova, len) = (bo.iova, bo.iova_len);
+            let bo = *bo;
             self.remove(handle);
-            self.iova.free(iova, len)?;
+            self.free_range(&bo)?;
         }
         Ok(())
+    }
+
+    /// Returns `bo`'s device addresses to the window they came from.
+    fn free_range(&mut self, bo: &Bo) -> Result<(), Error> {
+        match (bo.cvsram, self.sram.as_mut()) {
+            (true, Some(sram)) => sram.free(bo.iova, bo.iova_len),
+            _ => self.iova.free(bo.iova, bo.iova_len),
+        }
     }
 
     /// Number of orphaned BOs (see the module documentation).
@@ -337,6 +374,7 @@ mod tests {
             iova_size: 16 * PAGE_SIZE,
             max_bo_size: 8 * PAGE_SIZE,
             max_bos: 4,
+            cvsram: None,
         })
         .unwrap()
     }
@@ -360,10 +398,47 @@ mod tests {
     }
 
     #[test]
+    fn cvsram_buffers_take_addresses_of_their_own_window() {
+        let mut t = BoTable::new(BoConfig {
+            cvsram: Some((0x5000_0000, 4 * PAGE_SIZE)),
+            ..small().cfg
+        })
+        .unwrap();
+        let d = t.create(A, 100, 0).unwrap();
+        let s = t.create(A, 3 * PAGE_SIZE, BO_FLAG_CVSRAM).unwrap();
+        let (bd, bs) = (
+            *t.lookup(A, d.get()).unwrap(),
+            *t.lookup(A, s.get()).unwrap(),
+        );
+        assert!(!bd.cvsram && bs.cvsram);
+        assert_eq!(bd.iova.0, 0x4000_0000);
+        assert_eq!(bs.iova.0, 0x5000_0000);
+        // One page of SRAM is left; DRAM still has 15.
+        assert_eq!(
+            t.create(A, 2 * PAGE_SIZE, BO_FLAG_CVSRAM).err(),
+            Some(Error::NoMemory)
+        );
+        t.create(A, 2 * PAGE_SIZE, 0).unwrap();
+        t.destroy(A, s.get()).unwrap();
+        let again = t.create(A, 4 * PAGE_SIZE, BO_FLAG_CVSRAM).unwrap();
+        assert_eq!(t.lookup(A, again.get()).unwrap().iova.0, 0x5000_0000);
+        // Pinned and orphaned: the last unpin frees the SRAM range.
+        t.pin(A, again.get()).unwrap();
+        t.release_client(A);
+        t.unpin(A, again.get()).unwrap();
+        assert!(t.create(B, 4 * PAGE_SIZE, BO_FLAG_CVSRAM).is_ok());
+        // Without a window the flag is refused.
+        assert_eq!(
+            small().create(A, 1, BO_FLAG_CVSRAM).err(),
+            Some(Error::Invalid)
+        );
+    }
+
+    #[test]
     fn create_rejections() {
         let mut t = small();
         assert_eq!(t.create(A, 0, 0).err(), Some(Error::Invalid));
-        assert_eq!(t.create(A, 1, 1).err(), Some(Error::Invalid));
+        assert_eq!(t.create(A, 1, 2).err(), Some(Error::Invalid));
         assert_eq!(t.create(A, 1, 0x8000_0000).err(), Some(Error::Invalid));
         assert_eq!(t.create(A, u64::MAX, 0).err(), Some(Error::Overflow));
         assert_eq!(t.create(A, 8 * PAGE_SIZE + 1, 0).err(), Some(Error::TooBig));

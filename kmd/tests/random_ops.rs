@@ -51,6 +51,7 @@ fn random_sequences() {
             iova_size: 256 * PAGE_SIZE,
             max_bo_size: 40 * PAGE_SIZE,
             max_bos: 64,
+            cvsram: None,
         })
         .unwrap();
         // Model: handle -> (owner, size, pins).

@@ -195,6 +195,18 @@ pub trait Device {
     /// Allocates a zeroed buffer of `size` bytes (GEM_CREATE).
     fn create_buffer(&mut self, size: u64) -> Result<BufferHandle, DeviceError>;
 
+    /// Allocates a buffer of `size` bytes in the on-chip CV-SRAM behind the secondary
+    /// memory interface (GEM_CREATE with [`nvdla_kmd::bo::BO_FLAG_CVSRAM`]): a loadable's
+    /// SRAM-domain memory, scratch that only the engines touch (its surfaces are addressed
+    /// as `CV`). It has no host mapping. Devices without CV-SRAM refuse, as the default does.
+    fn create_sram_buffer(&mut self, size: u64) -> Result<BufferHandle, DeviceError> {
+        let _ = size;
+        Err(
+            DeviceError::new(Operation::CreateBuffer, nvdla_kmd::Error::Invalid)
+                .with_detail("this device has no CV-SRAM to allocate"),
+        )
+    }
+
     /// Host access to the bytes of a buffer (GEM_MMAP + `mmap`).
     fn map_buffer(&mut self, handle: BufferHandle) -> Result<&mut [u8], DeviceError>;
 

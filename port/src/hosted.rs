@@ -143,11 +143,32 @@ impl<O: HostedOs> Device for HostedDevice<O> {
         BufferHandle::new(h.get()).ok_or(DeviceError::new(op, nvdla_kmd::Error::Io))
     }
 
+    fn create_sram_buffer(&mut self, size: u64) -> Result<BufferHandle, DeviceError> {
+        let op = Operation::CreateBuffer;
+        // No host copy: the engines alone use it, so a submit has nothing to sync.
+        let h = self
+            .kmd
+            .gem_create(CLIENT, size, nvdla_kmd::bo::BO_FLAG_CVSRAM)
+            .map_err(|e| {
+                let e = DeviceError::from_kmd(op, e);
+                if self.kmd.bos().config().cvsram.is_none() {
+                    e.with_detail("this device has no CV-SRAM")
+                } else {
+                    e
+                }
+            })?;
+        BufferHandle::new(h.get()).ok_or(DeviceError::new(op, nvdla_kmd::Error::Io))
+    }
+
     fn map_buffer(&mut self, handle: BufferHandle) -> Result<&mut [u8], DeviceError> {
         let op = Operation::MapBuffer;
         self.kmd
             .gem_mmap(CLIENT, handle.get())
             .map_err(|e| DeviceError::from_kmd(op, e))?;
+        if self.kmd.bo(CLIENT, handle.get()).is_ok_and(|bo| bo.cvsram) {
+            return Err(DeviceError::new(op, nvdla_kmd::Error::Invalid)
+                .with_detail("a CV-SRAM buffer has no host mapping"));
+        }
         self.buffers
             .get_mut(&handle.get())
             .map(Vec::as_mut_slice)

@@ -438,8 +438,15 @@ pub type VpDevice = HostedDevice<VpOs>;
 impl HostedDevice<VpOs> {
     /// A device with hardware configuration `config`, at reset.
     pub fn new(config: VpConfig) -> Self {
-        Self::with_os(VpOs::new(config), config.firmware(), BoConfig::default())
-            .unwrap_or_else(|e| unreachable!("default BO window is valid: {e}"))
+        // Builds with a secondary memory interface get the model's CV-SRAM window for
+        // SRAM-domain memories (Device::create_sram_buffer).
+        let sram = nvdla_vp::mem::CVSRAM_WINDOW;
+        let bo = BoConfig {
+            cvsram: config.hw().features.cvif.then_some((sram.base, sram.size)),
+            ..BoConfig::default()
+        };
+        Self::with_os(VpOs::new(config), config.firmware(), bo)
+            .unwrap_or_else(|e| unreachable!("default BO windows are valid: {e}"))
     }
 
     /// A device whose buffers get device addresses in `[base, base + size)` (page aligned),

@@ -1,9 +1,8 @@
 //! Loading a loadable onto a [`Device`] and running it.
 //!
 //! [`Runtime::load`] parses and validates the loadable, allocates a device buffer for every
-//! memory-list entry with the `ALLOC` flag (SYSTEM and SRAM domains alike: the address list
-//! carries no domain, the surface descriptors tell the engines whether an address is in
-//! CV-SRAM), copies the `SET` contents from their blobs, and records the bindable input and
+//! memory-list entry with the `ALLOC` flag (SRAM-domain ones in the device's CV-SRAM,
+//! [`Device::create_sram_buffer`], which the surface descriptors address as `CV`), copies the `SET` contents from their blobs, and records the bindable input and
 //! output tensors. [`Runtime::run`] walks the submit list in order: DLA1 tasks go to
 //! [`Device::submit`] with their address lists translated to (buffer handle, offset) pairs;
 //! EMU1 tasks run on the CPU ([`crate::emu`]); each task's pre-actions (event waits) must be
@@ -298,8 +297,24 @@ impl<'l> Runtime<'l> {
                         "memory_list[{mi}]: alignment {align} is not guaranteed (buffers are page aligned)"
                     );
                 }
+                let sram = m.domain() == MemoryDomain::SRAM;
+                if sram
+                    && flags.intersects(MemoryFlags::SET | MemoryFlags::INPUT | MemoryFlags::OUTPUT)
+                {
+                    return Err(Error::Binding {
+                        mem: mi,
+                        what: "an SRAM-domain memory is engine scratch: it cannot be SET or \
+                               bound as an input or output"
+                            .into(),
+                    });
+                }
                 if size > 0 {
-                    let h = dev.create_buffer(size).map_err(dev_err(format!(
+                    let made = if sram {
+                        dev.create_sram_buffer(size)
+                    } else {
+                        dev.create_buffer(size)
+                    };
+                    let h = made.map_err(dev_err(format!(
                         "allocating memory_list[{mi}] ({size} bytes, {:?})",
                         m.domain()
                     )))?;

@@ -239,7 +239,18 @@ fn data_rate(surfaces: u64) -> f64 {
 ///   the CBUF banks given to them wait until CSC releases an earlier group's.
 pub fn conv_cycles(c: &ConvWork, p: &TimingParams, sdp_throughput: u32) -> (u64, Pole) {
     use conv_rates::*;
-    let beat = p.dram_bytes_per_cycle.max(1.0);
+    let rate = |sram: bool| {
+        if sram {
+            (p.sram_bytes_per_cycle.max(1.0), p.sram_latency)
+        } else {
+            (p.dram_bytes_per_cycle.max(1.0), p.dram_latency)
+        }
+    };
+    let (data_beat, data_latency) = rate(c.data_in_sram);
+    let (beat, weight_latency) = rate(c.weights_in_sram);
+    // Data and weights through one interface share its read port (measured on the RTL);
+    // through two (one of them CV-SRAM) they stream side by side.
+    let one_port = c.data_in_sram == c.weights_in_sram;
     let groups = c.kernel_groups.max(1);
     let packages = c.weight_blocks_per_group.max(1);
     let ak = c.group_kernels.max(1);
@@ -247,11 +258,14 @@ pub fn conv_cycles(c: &ConvWork, p: &TimingParams, sdp_throughput: u32) -> (u64,
     // Delivery of one pixel of one kernel group: its elements at the SDP's rate, then an
     // idle cycle.
     let per_entry = (ak as f64 / f64::from(sdp_throughput.max(1))).ceil() + 1.0;
-    let d = (c.data_bytes as f64 / beat).ceil();
+    let d = (c.data_bytes as f64 / data_beat).ceil();
     let wb = (c.weight_bytes as f64 / beat).ceil();
-    let start = START + p.dram_latency as f64;
-    let shared = wb.min(d);
-    let t_data = start + SHARED_PORT * shared + data_rate(c.data_surfaces) * (d - shared);
+    let start = START + weight_latency as f64;
+    let shared = if one_port { wb.min(d) } else { 0.0 };
+    let t_data = START
+        + data_latency as f64
+        + SHARED_PORT * shared
+        + data_rate(c.data_surfaces) * (d - shared);
     // Weight beats by group (the last may hold fewer kernels), and when each has arrived.
     let group_beats: Vec<f64> = (0..groups)
         .map(|g| {
@@ -261,7 +275,9 @@ pub fn conv_cycles(c: &ConvWork, p: &TimingParams, sdp_throughput: u32) -> (u64,
         .collect();
     let arrival = |x: f64| {
         start
-            + if x <= d {
+            + if !one_port {
+                x
+            } else if x <= d {
                 SHARED_PORT * x
             } else {
                 SHARED_PORT * d + (x - d)
@@ -392,6 +408,10 @@ pub struct ConvWork {
     pub weight_capacity_bytes: u64,
     /// Bytes of all the weights.
     pub weight_bytes: u64,
+    /// The input cube is read through CVIF (CV-SRAM) instead of MCIF.
+    pub data_in_sram: bool,
+    /// The weights are read through CVIF.
+    pub weights_in_sram: bool,
 }
 
 /// What bounded an operation, as NVIDIA's estimator names it.
@@ -862,6 +882,8 @@ pub(crate) fn work_of(
                         weight_capacity_bytes: u64::from(l.weight_banks)
                             * conv::cbuf_entries_per_bank(cfg)
                             * u64::from(conv::cbuf_entry_bytes(cfg)),
+                        data_in_sram: l.dain_ram == RamType::Sram,
+                        weights_in_sram: l.weight_ram == RamType::Sram,
                     }),
                 }
             });
@@ -983,7 +1005,34 @@ mod tests {
             data_surfaces: cs,
             weight_bytes: k * r * r * cs * 8,
             weight_capacity_bytes: 16 * 4096,
+            data_in_sram: false,
+            weights_in_sram: false,
         }
+    }
+
+    /// The input cube in CV-SRAM: its loading no longer shares the DRAM port with the
+    /// weights, and moves at the secondary interface's width.
+    #[test]
+    fn input_in_sram_loads_beside_the_weights() {
+        let mut p = TimingParams::for_config(&nv_small());
+        p.sram_bytes_per_cycle = 64.0;
+        let dram = conv(128, 8, 1, 16, 16);
+        let sram = ConvWork {
+            data_in_sram: true,
+            ..dram
+        };
+        let (a, pole_a) = conv_cycles(&dram, &p, 1);
+        let (b, _) = conv_cycles(&sram, &p, 1);
+        assert_eq!(pole_a, Pole::Dram);
+        // 32 KiB of input: 4 096 beats of 8 bytes shared with the weights, against 512
+        // of 64 bytes beside them.
+        assert!(b + 3_000 < a, "{b} vs {a}");
+        // Weights in SRAM too: one port again, at its width.
+        let both = ConvWork {
+            weights_in_sram: true,
+            ..sram
+        };
+        assert!(conv_cycles(&both, &p, 1).0 <= a);
     }
 
     /// The schedule against cycles NVIDIA's nv_small RTL took (enable to done, measured

@@ -313,6 +313,7 @@ impl Lowering<'_> {
             channel_scales: None,
             batch: 1,
             pixel: false,
+            sram: false,
         }
     }
 

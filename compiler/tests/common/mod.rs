@@ -95,6 +95,8 @@ pub struct Extra {
     pub winograd: bool,
     /// [`nvdla_compiler::Options::image_input`].
     pub image_input: bool,
+    /// [`nvdla_compiler::Options::cvsram`].
+    pub cvsram: u64,
 }
 
 impl Extra {
@@ -103,6 +105,7 @@ impl Extra {
         cpu_fallback: true,
         winograd: false,
         image_input: false,
+        cvsram: 0,
     };
 
     fn apply(self, o: nvdla_compiler::Options) -> nvdla_compiler::Options {
@@ -110,6 +113,7 @@ impl Extra {
             cpu_fallback: self.cpu_fallback,
             winograd: self.winograd,
             image_input: self.image_input,
+            cvsram: self.cvsram,
             ..o
         }
     }
