@@ -228,6 +228,12 @@ typedef struct {
    * hardware folds it in.
    */
   int per_tensor_activations;
+  /**
+   * Bytes of on-chip CV-SRAM the activations may use (`--cvsram`; 0: none). Builds with
+   * a secondary memory interface (nv_full) only; the loadable then runs on devices that
+   * allocate CV-SRAM (the built-in virtual platform).
+   */
+  uint64_t cvsram_bytes;
 } nvdla_compile_options;
 
 /**
@@ -461,7 +467,7 @@ nvdla_status nvdla_session_op_timing(nvdla_session *s, size_t index, nvdla_op_ti
 
 /**
  * The defaults: nv_full, fp16, no CPU fallback, no calibration, per-layer weight scales,
- * activation scales per channel, no optimizations.
+ * activation scales per channel, no optimizations, no CV-SRAM.
  *
  * # Safety
  * `opts` is null or valid for a write.

@@ -810,10 +810,14 @@ pub struct nvdla_compile_options {
     /// (`--activation-scales per-tensor`) instead of a scale per channel where the
     /// hardware folds it in.
     pub per_tensor_activations: c_int,
+    /// Bytes of on-chip CV-SRAM the activations may use (`--cvsram`; 0: none). Builds with
+    /// a secondary memory interface (nv_full) only; the loadable then runs on devices that
+    /// allocate CV-SRAM (the built-in virtual platform).
+    pub cvsram_bytes: u64,
 }
 
 /// The defaults: nv_full, fp16, no CPU fallback, no calibration, per-layer weight scales,
-/// activation scales per channel, no optimizations.
+/// activation scales per channel, no optimizations, no CV-SRAM.
 ///
 /// # Safety
 /// `opts` is null or valid for a write.
@@ -835,6 +839,7 @@ pub unsafe extern "C" fn nvdla_compile_options_init(opts: *mut nvdla_compile_opt
             per_filter: 0,
             optimize: 0,
             per_tensor_activations: 0,
+            cvsram_bytes: 0,
         })
     };
 }
@@ -869,6 +874,7 @@ mod compile {
         opts.cpu_fallback = o.cpu_fallback != 0;
         opts.per_filter = o.per_filter != 0;
         opts.channel_scales = o.per_tensor_activations == 0;
+        opts.cvsram = o.cvsram_bytes;
         if o.optimize != 0 {
             opts.optimize();
         }

@@ -68,7 +68,8 @@ class Loadable:
 
 
 def compile(model, config="nv_full", precision="fp16", calibration=None, cpu_fallback=False,
-            per_filter=False, input_shapes=None, optimize=False, activation_scales="per-channel"):
+            per_filter=False, input_shapes=None, optimize=False, activation_scales="per-channel",
+            cvsram=0):
     """Compiles `model` into a Loadable.
 
     model: a path to an .onnx file, ONNX bytes, or (prototxt_path, caffemodel_path).
@@ -84,6 +85,8 @@ def compile(model, config="nv_full", precision="fp16", calibration=None, cpu_fal
     optimize: optimize for cycles on the accelerator (the compiler's -O: Winograd
     convolution and image-mode input where the build has them); outputs stay within the
     precision's tolerance.
+    cvsram: bytes of on-chip CV-SRAM the activations may use (nv_full; the compiler's
+    --cvsram); the loadable then runs on the built-in virtual platform only.
     """
     label = "model"
     if isinstance(model, (str, os.PathLike)):
@@ -103,7 +106,7 @@ def compile(model, config="nv_full", precision="fp16", calibration=None, cpu_fal
     data = _compile(model, config=config, precision=precision, calibration=calibration,
                     cpu_fallback=cpu_fallback, per_filter=per_filter, label=label,
                     input_shapes=shapes, optimize=optimize,
-                    activation_scales=activation_scales)
+                    activation_scales=activation_scales, cvsram=int(cvsram))
     return Loadable(data, config)
 
 

@@ -60,7 +60,7 @@ fn session_err(e: SessionError) -> PyErr {
 /// a list of float32 arrays of the first input (NCHW), or a calibration table's text.
 /// `input_shapes`: `[(name, dims)]` fixing an ONNX model's symbolic input dimensions.
 #[pyfunction]
-#[pyo3(signature = (model, config="nv_full", precision="fp16", calibration=None, cpu_fallback=false, per_filter=false, label="model", input_shapes=None, optimize=false, activation_scales="per-channel"))]
+#[pyo3(signature = (model, config="nv_full", precision="fp16", calibration=None, cpu_fallback=false, per_filter=false, label="model", input_shapes=None, optimize=false, activation_scales="per-channel", cvsram=0))]
 #[allow(clippy::too_many_arguments)]
 fn compile<'py>(
     py: Python<'py>,
@@ -74,6 +74,7 @@ fn compile<'py>(
     input_shapes: Option<Vec<(String, Vec<usize>)>>,
     optimize: bool,
     activation_scales: &str,
+    cvsram: u64,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let model = if let Ok(b) = model.extract::<Vec<u8>>() {
         Model::Onnx {
@@ -106,6 +107,7 @@ fn compile<'py>(
     if optimize {
         opts.optimize();
     }
+    opts.cvsram = cvsram;
     opts.input_shapes = input_shapes.unwrap_or_default();
     if let Some(c) = calibration {
         opts.calibration = if let Ok(text) = c.extract::<String>() {
@@ -291,6 +293,9 @@ impl NativeSession {
                         d.set_item("macs", c.macs)?;
                         d.set_item("start", c.start)?;
                         d.set_item("end", c.end)?;
+                        d.set_item("dram_bytes", c.dram_bytes)?;
+                        d.set_item("cvsram_bytes", c.sram_bytes)?;
+                        d.set_item("pole", c.pole)?;
                     }
                     Ok(d)
                 })

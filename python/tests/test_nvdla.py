@@ -97,6 +97,22 @@ def test_optimized_build_classifies_alike_and_takes_fewer_cycles():
 
 
 @need_shared
+def test_cvsram_build_gives_the_same_scores_through_cvif():
+    """cvsram=bytes (the compiler's --cvsram): activations in on-chip SRAM, same bytes."""
+    plain = nvdla.InferenceSession(nvdla.compile(str(MNIST)), profiling=True)
+    sram = nvdla.InferenceSession(nvdla.compile(str(MNIST), cvsram=1 << 20), profiling=True)
+    image = DIGITS / "images" / "0_4.jpg"
+    (a,) = plain.run_image(image, normalize=255)
+    (b,) = sram.run_image(image, normalize=255)
+    assert np.array_equal(a, b)
+    assert sum(op["cvsram_bytes"] for op in plain.profile()) == 0
+    assert sum(op["cvsram_bytes"] for op in sram.profile()) > 0
+    with pytest.raises(nvdla.NvdlaError, match="CV-SRAM"):
+        nvdla.compile(str(MNIST), config="nv_small", precision="int8",
+                      calibration=[np.zeros((1, 1, 28, 28), np.float32)], cvsram=1 << 20)
+
+
+@need_shared
 def test_profile_is_data():
     sess = nvdla.InferenceSession(str(MNIST), profiling=True)
     sess.run_image(DIGITS / "images" / "0_1.jpg", normalize=255)
