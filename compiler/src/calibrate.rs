@@ -163,8 +163,8 @@ pub fn from_images(
     Ok(cal)
 }
 
-/// Runs the reference on sample values of the network's first input (NCHW `f32`, batch
-/// 1, one array per sample) and derives per-tensor scales with `method`; the input's scale
+/// Runs the reference on sample values of the network's first input (NCHW `f32`, one
+/// array per sample: one item, or the whole batch) and derives per-tensor scales with `method`; the input's scale
 /// is its range, as for tensor files.
 pub fn from_arrays(
     g: &Graph,
@@ -174,17 +174,20 @@ pub fn from_arrays(
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Calibration> {
     let input = first_input(g)?;
-    let want = g.shape(input).elements();
+    let shape = g.shape(input);
+    let item = shape.c * shape.h * shape.w;
     if samples.is_empty() {
         return Err(CompileError::Option("calibration: no samples".into()));
     }
     for (i, s) in samples.iter().enumerate() {
-        if s.len() != want {
+        if s.len() != shape.elements() && s.len() != item {
             return Err(CompileError::Option(format!(
-                "calibration sample {i}: {} values, the input `{}` ({}) has {want}",
+                "calibration sample {i}: {} values, the input `{}` ({}) has {} ({item} per \
+                 item)",
                 s.len(),
                 g.tensor(input).name,
-                g.shape(input)
+                shape,
+                shape.elements()
             )));
         }
         if s.iter().any(|x| !x.is_finite()) {
@@ -214,6 +217,17 @@ fn collect(
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Calibration> {
     let input = first_input(g)?;
+    // A network of batch N runs a one-item sample as N copies of it, and its ranges come
+    // from the first item's values (those of the sample alone: a percentile of N copies
+    // would fall on another rank).
+    let shape = g.shape(input);
+    let batch_of = |x: Vec<f32>| {
+        if shape.n > 1 && x.len() * shape.n == shape.elements() {
+            (x.repeat(shape.n), shape.n)
+        } else {
+            (x, 1)
+        }
+    };
     // Each sample's values go into per-tensor range collectors and are dropped: memory does
     // not grow with the number of samples. The ranges are those of all values at once. As
     // many samples run at once as there are cores (the collectors' result does not depend
@@ -231,7 +245,14 @@ fn collect(
     for chunk in indices.chunks(rayon::current_num_threads().max(1)) {
         let outs: Vec<Vec<Vec<f32>>> = chunk
             .par_iter()
-            .map(|&i| crate::reference::run(g, &[(input, sample(i)?)]))
+            .map(|&i| {
+                let (x, copies) = batch_of(sample(i)?);
+                let mut out = crate::reference::run(g, &[(input, x)])?;
+                for v in &mut out {
+                    v.truncate(v.len() / copies);
+                }
+                Ok(out)
+            })
             .collect::<Result<_>>()?;
         for out in outs {
             ranges

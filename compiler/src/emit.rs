@@ -297,8 +297,23 @@ fn tensor_desc(sf: &Surface, t: &Target, mem_id: u16) -> TensorSpec {
             data_category: DataCategory::IMAGE.raw(),
             pixel_format: pixel.raw(),
             pixel_mapping: PixelMapping::PITCH_LINEAR.raw(),
-            dims: [1, sf.c as i32, sf.h as i32, sf.w as i32],
-            strides: [sf.precision.bytes(), sf.line_stride, 0, 0, 0, 0, 0, 0],
+            dims: [
+                sf.batch.max(1) as i32,
+                sf.c as i32,
+                sf.h as i32,
+                sf.w as i32,
+            ],
+            // strides[3]: bytes between batch items (0 for one item).
+            strides: [
+                sf.precision.bytes(),
+                sf.line_stride,
+                0,
+                if sf.batch > 1 { sf.size / sf.batch } else { 0 },
+                0,
+                0,
+                0,
+                0,
+            ],
         };
     }
     let atom = t.atom_of(sf.precision);

@@ -1,6 +1,6 @@
 //! Memory plan: where every constant blob and activation surface lives.
 //!
-//! Blobs are laid out back to back in one weight memory. Activations share one pool,
+//! Blobs are laid out back to back in one weight memory, identical ones once. Activations share one pool,
 //! reused by liveness (as MNN's memory planner does): a surface occupies its bytes from
 //! the operation that writes it to the last operation that reads it, and a later surface
 //! takes the lowest offset free for its whole lifetime (first fit). Network inputs and
@@ -23,10 +23,21 @@ pub const ALIGN: u64 = 256;
 /// activation keeps its own bytes (for reading every layer's output after a run, so in
 /// DRAM). `cvsram` bytes of CV-SRAM hold what fits of the activations (0: none).
 pub fn plan(p: &mut Program, t: &Target, reuse: bool, cvsram: u64) {
+    // Identical blobs (a batch's passes over the same layers, repeated LUTs) share
+    // their bytes.
     let mut off = 0u64;
-    for b in &mut p.blobs {
-        b.offset = off;
-        off = (off + b.data.len() as u64).next_multiple_of(ALIGN);
+    let mut offsets = Vec::with_capacity(p.blobs.len());
+    let mut seen: std::collections::HashMap<&[u8], u64> = std::collections::HashMap::new();
+    for b in &p.blobs {
+        let at = *seen.entry(b.data.as_slice()).or_insert_with(|| {
+            let at = off;
+            off = (off + b.data.len() as u64).next_multiple_of(ALIGN);
+            at
+        });
+        offsets.push(at);
+    }
+    for (b, at) in p.blobs.iter_mut().zip(offsets) {
+        b.offset = at;
     }
     p.weight_size = off;
 

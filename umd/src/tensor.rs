@@ -465,9 +465,14 @@ impl Element {
 /// and its NCHW dims.
 struct Geometry {
     element: Element,
+    /// One item's surface.
     header: DimgHeader,
     /// True for the 4-channel image formats (fewer channels accepted on input).
     image: bool,
+    /// Batch items (`dims.n`), each a surface of `header` at `batch_stride` bytes from
+    /// the previous (`strides[3]`).
+    items: u32,
+    batch_stride: u32,
 }
 
 fn dir_name(input: bool) -> &'static str {
@@ -535,12 +540,6 @@ fn geometry(t: &TensorDesc, input: bool) -> Result<Geometry, TensorError> {
         Some(element.bytes())
     );
     let d = t.dims;
-    if d.n > 1 {
-        return Err(unsupported(format!(
-            "batch {} is not supported (only 1)",
-            d.n
-        )));
-    }
     let dim = |v: i32, what: &str| {
         u32::try_from(v)
             .ok()
@@ -552,7 +551,8 @@ fn geometry(t: &TensorDesc, input: bool) -> Result<Geometry, TensorError> {
         dim(d.h, "height")?,
         dim(d.w, "width")?,
     );
-    let size = u32::try_from(t.size)
+    let items = dim(d.n, "batch")?;
+    let total = u32::try_from(t.size)
         .ok()
         .filter(|&s| s <= MAX_SURFACE_SIZE)
         .ok_or_else(|| {
@@ -561,6 +561,19 @@ fn geometry(t: &TensorDesc, input: bool) -> Result<Geometry, TensorError> {
                 t.size
             ))
         })?;
+    // A batch: items back to back at the batch stride, each its own surface.
+    let (size, batch_stride) = if items > 1 {
+        let stride = t.strides[3];
+        if stride == 0 || u64::from(stride) * u64::from(items) > u64::from(total) {
+            return Err(bad(format!(
+                "batch of {items} at a batch stride of {stride} bytes does not fit the \
+                 {total}-byte tensor"
+            )));
+        }
+        (stride, stride)
+    } else {
+        (total, 0)
+    };
     let header = DimgHeader {
         format,
         width: w,
@@ -613,6 +626,8 @@ fn geometry(t: &TensorDesc, input: bool) -> Result<Geometry, TensorError> {
         element,
         header,
         image,
+        items,
+        batch_stride,
     })
 }
 
@@ -626,10 +641,11 @@ fn match_shape(shape: &[u64], g: &Geometry) -> Option<u32> {
             None
         }
     };
+    let n = u64::from(g.items);
     let got = match shape {
-        [1, rest @ ..] if rest.len() == 3 => chw(rest)?,
-        s if s.len() == 3 => chw(s)?,
-        [1, k] if h == 1 && w == 1 => u32::try_from(*k).ok()?,
+        [b, rest @ ..] if rest.len() == 3 && *b == n => chw(rest)?,
+        s if s.len() == 3 && n == 1 => chw(s)?,
+        [b, k] if *b == n && h == 1 && w == 1 => u32::try_from(*k).ok()?,
         _ => return None,
     };
     let ok = got == c || (g.image && got >= 1 && got <= c);
@@ -638,16 +654,24 @@ fn match_shape(shape: &[u64], g: &Geometry) -> Option<u32> {
 
 fn accepted_text(g: &Geometry) -> String {
     let (c, h, w) = (g.header.channel, g.header.height, g.header.width);
+    let n = g.items;
+    let chw = |c: &str| {
+        if n == 1 {
+            format!("[1, {c}, {h}, {w}] or [{c}, {h}, {w}]")
+        } else {
+            format!("[{n}, {c}, {h}, {w}]")
+        }
+    };
     if g.image {
-        let mut s = format!("[1, C, {h}, {w}] or [C, {h}, {w}]");
+        let mut s = chw("C");
         if h == 1 && w == 1 {
-            s.push_str(" or [1, C]");
+            s.push_str(&format!(" or [{n}, C]"));
         }
         format!("{s} with C from 1 to {c} (image format: missing channels are zero)")
     } else {
-        let mut s = format!("[1, {c}, {h}, {w}] or [{c}, {h}, {w}]");
+        let mut s = chw(&c.to_string());
         if h == 1 && w == 1 {
-            s.push_str(&format!(" or [1, {c}]"));
+            s.push_str(&format!(" or [{n}, {c}]"));
         }
         s
     }
@@ -683,16 +707,48 @@ pub fn host_to_input(
         name: t.name.clone(),
         reason,
     };
-    let mut image = DlaImage::zeroed_with(g.header, Numbering::Release)
-        .map_err(|e| geometry_err(e.to_string()))?;
-    let (h, w) = (g.header.height, g.header.width);
+    let mut surface = vec![0u8; t.size as usize];
     let mut index = 0usize;
+    for b in 0..g.items as usize {
+        let mut image = DlaImage::zeroed_with(g.header, Numbering::Release)
+            .map_err(|e| geometry_err(e.to_string()))?;
+        fill_item(
+            &mut image, src, &g, channels, scale, &mut index, &t.name, &data_type,
+        )?;
+        let at = b * g.batch_stride as usize;
+        let bytes = image.into_surface();
+        surface[at..at + bytes.len()].copy_from_slice(&bytes);
+    }
+    Ok(surface)
+}
+
+/// Writes item values of `src` from element `index` on into `image` (one item's
+/// surface), advancing `index`.
+#[allow(clippy::too_many_arguments)]
+fn fill_item(
+    image: &mut DlaImage,
+    src: &HostTensor,
+    g: &Geometry,
+    channels: u32,
+    scale: Option<f32>,
+    index: &mut usize,
+    name: &str,
+    data_type: &str,
+) -> Result<(), TensorError> {
+    let geometry_err = |reason: String| TensorError::Geometry {
+        dir: "input",
+        name: name.to_string(),
+        reason,
+    };
+    let data_type = data_type.to_string();
+    let (h, w) = (g.header.height, g.header.width);
     for c in 0..channels {
         for y in 0..h {
             for x in 0..w {
+                let index_now = *index;
                 let n = src
-                    .number(index)
-                    .ok_or_else(|| geometry_err(format!("element {index} missing")))?;
+                    .number(index_now)
+                    .ok_or_else(|| geometry_err(format!("element {index_now} missing")))?;
                 let e = image
                     .element_mut(x, y, c)
                     .ok_or_else(|| geometry_err(format!("element ({x}, {y}, {c}) outside")))?;
@@ -709,7 +765,10 @@ pub fn host_to_input(
                             (Some(s), n) => {
                                 let x = n.to_f64() / f64::from(s);
                                 if x.is_nan() {
-                                    return Err(TensorError::NotANumber { index, data_type });
+                                    return Err(TensorError::NotANumber {
+                                        index: index_now,
+                                        data_type,
+                                    });
                                 }
                                 x.round_ties_even().clamp(min as f64, max as f64) as i64
                             }
@@ -720,7 +779,7 @@ pub fn host_to_input(
                             }
                             (None, Number::Int(v)) => {
                                 return Err(TensorError::OutOfRange {
-                                    index,
+                                    index: index_now,
                                     value: v,
                                     data_type,
                                     min,
@@ -732,11 +791,11 @@ pub fn host_to_input(
                         e.copy_from_slice(&q.to_le_bytes()[..bytes]);
                     }
                 }
-                index += 1;
+                *index += 1;
             }
         }
     }
-    Ok(image.into_surface())
+    Ok(())
 }
 
 /// Output tensor `t` with surface `data` as a float32 array of shape `[1, C, H, W]`: halves
@@ -771,17 +830,40 @@ fn tensor_values(
         name: t.name.clone(),
         reason,
     };
-    let image = DlaImage::new_with(g.header, data.to_vec(), Numbering::Release)
-        .map_err(|e| geometry_err(e.to_string()))?;
     let (c, h, w) = (g.header.channel, g.header.height, g.header.width);
     let signed = matches!(t.data_type, DataType::INT8 | DataType::INT16);
-    let mut values = Vec::with_capacity(g.header.element_count() as usize);
+    let item = g.header.size as usize;
+    let mut values = Vec::with_capacity(g.header.element_count() as usize * g.items as usize);
+    for b in 0..g.items as usize {
+        let at = b * g.batch_stride as usize;
+        let bytes = data
+            .get(at..at + item)
+            .ok_or_else(|| geometry_err(format!("item {b} past the {} bytes", data.len())))?;
+        let image = DlaImage::new_with(g.header, bytes.to_vec(), Numbering::Release)
+            .map_err(|e| geometry_err(e.to_string()))?;
+        item_values(&image, &g, signed, scale, &mut values)
+            .map_err(|(x, y, ci)| geometry_err(format!("element ({x}, {y}, {ci}) outside")))?;
+    }
+    HostTensor::from_f32(
+        vec![u64::from(g.items), u64::from(c), u64::from(h), u64::from(w)],
+        &values,
+    )
+}
+
+/// Appends one item's values (NCHW order) from `image`; the element outside its surface
+/// on failure.
+fn item_values(
+    image: &DlaImage,
+    g: &Geometry,
+    signed: bool,
+    scale: Option<f32>,
+    values: &mut Vec<f32>,
+) -> Result<(), (u32, u32, u32)> {
+    let (c, h, w) = (g.header.channel, g.header.height, g.header.width);
     for ci in 0..c {
         for y in 0..h {
             for x in 0..w {
-                let e = image
-                    .element(x, y, ci)
-                    .ok_or_else(|| geometry_err(format!("element ({x}, {y}, {ci}) outside")))?;
+                let e = image.element(x, y, ci).ok_or((x, y, ci))?;
                 let v = match (g.element, e.len()) {
                     (Element::Half, _) => f16_to_f32(u16::from_le_bytes([e[0], e[1]])),
                     (Element::Int { .. }, len) => {
@@ -798,7 +880,7 @@ fn tensor_values(
             }
         }
     }
-    HostTensor::from_f32(vec![1, u64::from(c), u64::from(h), u64::from(w)], &values)
+    Ok(())
 }
 
 /// Name of the blob in which `nvdla-compiler` records the int8 scales of a loadable's
@@ -915,6 +997,34 @@ mod tests {
         assert_eq!(back.to_f32_vec(), v);
         let again = host_to_input(&f32s(vec![20, 2, 3], &v), &t, None).unwrap();
         assert_eq!(again, bytes);
+    }
+
+    #[test]
+    fn batches_are_items_at_the_batch_stride() {
+        // Three items of 20 channels of 2x3 in fp16, each its own surface, 400 bytes
+        // apart (16 bytes of padding after each 384-byte item).
+        let mut t = feature(DataType::HALF, false, 20, 2, 3);
+        let item = t.size as u32;
+        t.dims.n = 3;
+        t.strides[3] = item + 16;
+        t.size = u64::from(3 * (item + 16));
+        let v: Vec<f32> = (0..360).map(|i| i as f32 * 0.25 - 40.0).collect();
+        let bytes = host_to_input(&f32s(vec![3, 20, 2, 3], &v), &t, None).unwrap();
+        assert_eq!(bytes.len() as u64, t.size);
+        let one = feature(DataType::HALF, false, 20, 2, 3);
+        for b in 0..3usize {
+            let alone =
+                host_to_input(&f32s(vec![1, 20, 2, 3], &v[b * 120..][..120]), &one, None).unwrap();
+            let at = b * (item as usize + 16);
+            assert_eq!(&bytes[at..at + item as usize], &alone[..], "item {b}");
+        }
+        let back = output_to_host(&t, &bytes, None).unwrap();
+        assert_eq!(back.shape(), &[3, 20, 2, 3]);
+        assert_eq!(back.to_f32_vec(), v);
+        // One item's array, or a batch stride that overruns the tensor, are refused.
+        assert!(host_to_input(&f32s(vec![1, 20, 2, 3], &v[..120]), &t, None).is_err());
+        t.strides[3] = item * 2;
+        assert!(host_to_input(&f32s(vec![3, 20, 2, 3], &v), &t, None).is_err());
     }
 
     #[test]

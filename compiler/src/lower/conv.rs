@@ -137,7 +137,7 @@ impl Lowering<'_> {
         let n = &self.g.nodes[i];
         let src = self.input(n, 0)?;
         let s = self.p.surface(src).clone();
-        let per_kernel = (s.c * s.h * s.w) as usize;
+        let per_kernel = (s.c * s.h * s.w / self.tail_items.max(1)) as usize;
         if per_kernel == 0 || !weight.len().is_multiple_of(per_kernel) {
             return Err(layer_err(
                 n,
@@ -151,16 +151,20 @@ impl Lowering<'_> {
             ));
         }
         let k = weight.len() / per_kernel;
+        // A batched tail ([`super::batch`]): the items lie side by side, one kernel wide
+        // each; the stride of one item gives one output pixel per item.
+        let items = self.tail_items.max(1);
+        let w = s.w / items;
         self.emit_conv(
             i,
             ConvSpec {
                 src,
-                kernel: [s.h, s.w],
-                stride: [1, 1],
+                kernel: [s.h, w],
+                stride: [1, w],
                 pad: [0; 4],
                 dilation: [1, 1],
                 kernels: k as u32,
-                out: [1, 1],
+                out: [1, items],
                 weights: weight.data.clone(),
                 bias: bias.map(|b| b.data.clone()),
                 dst: None,

@@ -7,6 +7,7 @@
 //! places its producers into one surface (views), with no copy. Every parameter comes from
 //! the [`Target`]; nothing here tests a configuration by name.
 
+mod batch;
 mod channel_scales;
 mod conv;
 mod cpu;
@@ -97,6 +98,8 @@ pub fn lower_with(g: &Graph, t: &Target, q: &Quant<'_>, settings: Settings) -> R
         cpu_fallback: settings.cpu_fallback,
         winograd: settings.winograd,
         channel_scales_kept: HashSet::new(),
+        tail_items: 1,
+        pass: batch::Pass::default(),
     };
     // Tensors the concatenation rewrite added take the concatenation's scale.
     for (new, orig) in like {
@@ -127,7 +130,7 @@ pub fn lower_with(g: &Graph, t: &Target, q: &Quant<'_>, settings: Settings) -> R
         l.p.inputs.push(s);
     }
     let batch = g.inputs.first().map_or(1, |&i| g.shape(i).n);
-    if settings.image_input && batch == 1 {
+    if settings.image_input {
         for (i, &input) in g.inputs.iter().enumerate() {
             let id = l.p.inputs[i];
             l.image_input(input, id);
@@ -154,9 +157,22 @@ pub fn lower_with(g: &Graph, t: &Target, q: &Quant<'_>, settings: Settings) -> R
             l.batch_surface(id, batch);
             full_outputs.push(id);
         }
+        // The fully connected tail runs once for the batch, on the items side by side.
+        let tail = batch::tail(g, batch).filter(|t| {
+            t.heads
+                .iter()
+                .all(|h| !l.views.contains_key(h) && !g.inputs.contains(h))
+        });
+        if let Some(t) = &tail {
+            l.pass.batch = batch;
+            l.pass.heads = t.heads.iter().map(|&h| (h, None)).collect();
+        }
         for b in 0..batch {
+            l.pass.item = b;
             l.surf.clear();
-            l.done = vec![false; g.nodes.len()];
+            l.done = tail
+                .as_ref()
+                .map_or_else(|| vec![false; g.nodes.len()], |t| t.nodes.clone());
             for (&t, &full) in g.inputs.iter().zip(&full_inputs) {
                 let v = l.item_view(full, b);
                 l.surf.insert(t, v);
@@ -170,6 +186,9 @@ pub fn lower_with(g: &Graph, t: &Target, q: &Quant<'_>, settings: Settings) -> R
                     l.node(i)?;
                 }
             }
+        }
+        if let Some(tail) = &tail {
+            l.batch_tail(tail, &full_outputs, batch)?;
         }
         for (&t, &full) in g.outputs.iter().zip(&full_outputs) {
             l.surf.insert(t, full);
@@ -212,6 +231,13 @@ struct Lowering<'a> {
     /// Surfaces with scales per channel that an SDP has been encoded to write
     /// ([`Lowering::encode_sdp`]): they keep them.
     channel_scales_kept: HashSet<SurfId>,
+    /// Items side by side in the surfaces being made: the batch while its fully connected
+    /// tail is lowered ([`batch`]), else 1.
+    tail_items: u32,
+    /// A batch's pass: the item being lowered, the batch, the tensors its fully connected
+    /// tail reads (written into windows of a surface of the whole batch) and those
+    /// surfaces once made.
+    pass: batch::Pass,
 }
 
 fn layer_err(n: &Node, reason: impl Into<String>) -> CompileError {
@@ -257,7 +283,11 @@ impl Lowering<'_> {
     /// Creates the surface for tensor `tid`.
     fn new_surface(&mut self, tid: TensorId, kind: SurfKind) -> SurfId {
         let shape = self.g.shape(tid);
-        let (c, h, w) = (shape.c as u32, shape.h as u32, shape.w as u32);
+        let (c, h, w) = (
+            shape.c as u32,
+            shape.h as u32,
+            shape.w as u32 * self.tail_items,
+        );
         let mut s = self.surface_geometry(&self.g.tensor(tid).name, c, h, w, kind);
         s.scale = self.scale_of(tid, matches!(kind, SurfKind::Input(_)));
         if kind == SurfKind::Pool {
@@ -432,13 +462,40 @@ impl Lowering<'_> {
         Ok((stages, Some(cvt)))
     }
 
+    /// An SDP pass-through copying `src` to `dst` (same shape), for layer `layer`.
+    fn sdp_copy(&mut self, layer: &str, src: SurfId, dst: SurfId) -> Result<()> {
+        let t = *self.t;
+        let mut sdp = SdpStages::default();
+        sdp.push(&t, Stage::Pass)
+            .map_err(|e| CompileError::layer(layer, "copy", e))?;
+        let unit = self.uniform_unit(src)?;
+        let (stages, out_cvt) = self.encode_sdp(&sdp, layer, dst, unit)?;
+        self.p.ops.push(HwOp {
+            layers: vec![layer.to_string()],
+            kind: HwOpKind::Sdp(SdpOp {
+                src: Some(src),
+                dst,
+                stages,
+                lut: sdp.lut(),
+                out_cvt,
+            }),
+        });
+        Ok(())
+    }
+
     /// The surface an operation writes tensor `tid` to.
     fn output_surface(&mut self, tid: TensorId) -> SurfId {
         if let Some(&s) = self.surf.get(&tid) {
             return s;
         }
+        if let Some(s) = self.head_window(tid) {
+            return s;
+        }
         if let Some(i) = self.g.outputs.iter().position(|&o| o == tid) {
-            return self.new_surface(tid, SurfKind::Output(i));
+            // A batched tail's outputs are copied item by item afterwards.
+            if self.tail_items == 1 {
+                return self.new_surface(tid, SurfKind::Output(i));
+            }
         }
         if let Some(&(parent, offset)) = self.views.get(&tid) {
             let parent_surface = self.output_surface(parent);
@@ -523,24 +580,9 @@ impl Lowering<'_> {
                     }
                     // A network output that is an alias of another tensor (a network
                     // input, another output, a reshape): an SDP pass-through copies it.
-                    let t = *self.t;
-                    let mut sdp = SdpStages::default();
-                    sdp.push(&t, Stage::Pass).map_err(|e| layer_err(n, e))?;
                     self.inherit.insert(out, s.scale);
                     let dst = self.output_surface(out);
-                    let unit = self.uniform_unit(src)?;
-                    let (stages, out_cvt) = self.encode_sdp(&sdp, &n.name, dst, unit)?;
-                    self.p.ops.push(HwOp {
-                        layers: vec![n.name.clone()],
-                        kind: HwOpKind::Sdp(SdpOp {
-                            src: Some(src),
-                            dst,
-                            stages,
-                            lut: sdp.lut(),
-                            out_cvt,
-                        }),
-                    });
-                    return Ok(());
+                    return self.sdp_copy(&n.name, src, dst);
                 }
                 self.surf.insert(out, src);
                 Ok(())
