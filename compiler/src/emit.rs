@@ -62,6 +62,11 @@ struct Shared {
     outputs: Vec<i16>,
 }
 
+/// Most firmware operations in one DLA task: what our firmware tracks
+/// (`nvdla_firmware::engine::DEFAULT_MAX_OPS`); NVIDIA's firmware keeps a network's
+/// operations in one list as well.
+pub const DLA_TASK_OPS: usize = 1024;
+
 /// Serialise `p` (planned) for `t`.
 pub fn emit(p: &Program, t: &Target) -> Result<LoadableSpec> {
     let mut s = LoadableSpec::new();
@@ -169,13 +174,23 @@ pub fn emit(p: &Program, t: &Target) -> Result<LoadableSpec> {
         });
     }
 
-    // Tasks: maximal runs of DLA / CPU operations.
+    // Tasks: maximal runs of DLA / CPU operations, a DLA run cut where it would pass the
+    // firmware's operations per task (a batch's passes over a large network).
     let mut tasks: Vec<(bool, Vec<usize>)> = Vec::new();
+    let mut dla_ops = 0usize;
     for (i, op) in p.ops.iter().enumerate() {
         let cpu = op.engine() == Engine::Cpu;
+        // A convolution is two firmware operations (CONV and its SDP).
+        let n = if op.engine() == Engine::Conv { 2 } else { 1 };
         match tasks.last_mut() {
-            Some((c, ops)) if *c == cpu => ops.push(i),
-            _ => tasks.push((cpu, vec![i])),
+            Some((c, ops)) if *c == cpu && (cpu || dla_ops + n <= DLA_TASK_OPS) => {
+                ops.push(i);
+                dla_ops += n;
+            }
+            _ => {
+                tasks.push((cpu, vec![i]));
+                dla_ops = n;
+            }
         }
     }
     if tasks.is_empty() {
@@ -280,57 +295,33 @@ type TaskBlob = (String, SubInterface, Interface, Version, Vec<u8>);
 /// patches, byte offset in that blob, which stride.
 type Reloc = (u16, usize, u64, RelocType);
 
+/// The tensor descriptor of network input or output surface `sf` in memory `mem_id`.
 fn tensor_desc(sf: &Surface, t: &Target, mem_id: u16) -> TensorSpec {
-    if sf.pixel {
-        // An image input (lower::image): 4 interleaved components per pixel.
-        let (data_type, pixel) = match sf.precision {
-            Precision::Fp16 => (DataType::HALF, PixelFormat::A16B16G16R16_F),
-            Precision::Int8 => (DataType::INT8, PixelFormat::A8B8G8R8),
-        };
-        return TensorSpec {
-            name: sf.name.clone(),
-            mem_id,
-            size: u64::from(sf.size),
-            offset: 0,
-            data_format: DataFormat::NHWC.raw(),
-            data_type: data_type.raw(),
-            data_category: DataCategory::IMAGE.raw(),
-            pixel_format: pixel.raw(),
-            pixel_mapping: PixelMapping::PITCH_LINEAR.raw(),
-            dims: [
-                sf.batch.max(1) as i32,
-                sf.c as i32,
-                sf.h as i32,
-                sf.w as i32,
-            ],
-            // strides[3]: bytes between batch items (0 for one item).
-            strides: [
-                sf.precision.bytes(),
-                sf.line_stride,
-                0,
-                if sf.batch > 1 { sf.size / sf.batch } else { 0 },
-                0,
-                0,
-                0,
-                0,
-            ],
-        };
-    }
     let atom = t.atom_of(sf.precision);
-    let (data_type, pixel) = match sf.precision {
-        Precision::Fp16 if atom == 8 => (DataType::HALF, PixelFormat::FEATURE_X8),
-        Precision::Fp16 => (DataType::HALF, PixelFormat::FEATURE),
-        Precision::Int8 if atom == 8 => (DataType::INT8, PixelFormat::FEATURE_X8),
-        Precision::Int8 => (DataType::INT8, PixelFormat::FEATURE),
+    let (format, category, surf_stride) = if sf.pixel {
+        // An image input (lower::image): 4 interleaved components per pixel.
+        (DataFormat::NHWC, DataCategory::IMAGE, 0)
+    } else {
+        (DataFormat::NCxHWx, DataCategory::FEATURE, sf.surf_stride)
     };
+    let (data_type, pixel) = match (sf.precision, sf.pixel, atom) {
+        (Precision::Fp16, true, _) => (DataType::HALF, PixelFormat::A16B16G16R16_F),
+        (Precision::Int8, true, _) => (DataType::INT8, PixelFormat::A8B8G8R8),
+        (Precision::Fp16, false, 8) => (DataType::HALF, PixelFormat::FEATURE_X8),
+        (Precision::Fp16, false, _) => (DataType::HALF, PixelFormat::FEATURE),
+        (Precision::Int8, false, 8) => (DataType::INT8, PixelFormat::FEATURE_X8),
+        (Precision::Int8, false, _) => (DataType::INT8, PixelFormat::FEATURE),
+    };
+    // strides[3]: bytes between batch items (0 for one item).
+    let item = if sf.batch > 1 { sf.size / sf.batch } else { 0 };
     TensorSpec {
         name: sf.name.clone(),
         mem_id,
         size: u64::from(sf.size),
         offset: 0,
-        data_format: DataFormat::NCxHWx.raw(),
+        data_format: format.raw(),
         data_type: data_type.raw(),
-        data_category: DataCategory::FEATURE.raw(),
+        data_category: category.raw(),
         pixel_format: pixel.raw(),
         pixel_mapping: PixelMapping::PITCH_LINEAR.raw(),
         dims: [
@@ -339,12 +330,11 @@ fn tensor_desc(sf: &Surface, t: &Target, mem_id: u16) -> TensorSpec {
             sf.h as i32,
             sf.w as i32,
         ],
-        // strides[3]: bytes between batch items (0 for one item).
         strides: [
             sf.precision.bytes(),
             sf.line_stride,
-            sf.surf_stride,
-            if sf.batch > 1 { sf.size / sf.batch } else { 0 },
+            surf_stride,
+            item,
             0,
             0,
             0,

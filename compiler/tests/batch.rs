@@ -26,34 +26,12 @@ fn network(batch: usize, seed: u64) -> Graph {
     };
     let x = g.add_tensor("data", Shape::new(batch, C, SIZE, SIZE));
     g.inputs.push(x);
-    let conv = Op::Conv(Conv {
-        window: Window {
-            kernel: [3, 3],
-            stride: [1, 1],
-            pad: [1; 4],
-            dilation: [1, 1],
-        },
-        groups: 1,
-        out_channels: 16,
-        weight: Weights::new(vec![16, C, 3, 3], rng.vec(16 * C * 9, 0.2)).unwrap(),
-        bias: Some(Weights::vector(rng.vec(16, 0.1))),
-    });
+    let conv = conv_op(&mut rng, C, 16, 3, 0.2);
     let s = |c, h, w| Shape::new(batch, c, h, w);
     let relu = || Op::Activation(Activation::Relu { slope: 0.0 });
     let c1 = add_node(&mut g, "conv", conv, &[x], s(16, SIZE, SIZE));
     let r1 = add_node(&mut g, "conv_relu", relu(), &[c1], s(16, SIZE, SIZE));
-    let pool = Op::Pool(Pool {
-        kind: PoolKind::Max,
-        window: Window {
-            kernel: [2, 2],
-            stride: [2, 2],
-            pad: [0; 4],
-            dilation: [1, 1],
-        },
-        ceil_mode: false,
-        count_include_pad: false,
-    });
-    let p = add_node(&mut g, "pool", pool, &[r1], s(16, 3, 3));
+    let p = add_node(&mut g, "pool", max_pool(2), &[r1], s(16, 3, 3));
     let f = add_node(&mut g, "flatten", Op::Flatten, &[p], s(144, 1, 1));
     let fc = |rng: &mut Rng, k: usize, c: usize| Op::FullyConnected {
         weight: Weights::new(vec![k, c], rng.vec(k * c, 0.15)).unwrap(),
@@ -177,4 +155,51 @@ fn a_softmax_after_the_tail_keeps_the_network_per_item() {
         .filter(|o| o.layers.iter().any(|l| l == "fc1"))
         .count();
     assert_eq!(fc1, 2);
+}
+
+/// More operations than the firmware tracks in one task (a batch's passes over a deep
+/// network: 9 items x 64 convolutions = 1 152 firmware operations) go in several DLA
+/// tasks, one after the other, with the same bytes.
+#[test]
+fn more_operations_than_a_task_holds_go_in_several_tasks() {
+    let chain = |batch: usize| {
+        let mut rng = Rng(0xdee9);
+        let mut g = Graph {
+            name: "chain".into(),
+            ..Default::default()
+        };
+        let mut x = g.add_tensor("data", Shape::new(batch, 8, 4, 4));
+        g.inputs.push(x);
+        for i in 0..64 {
+            let op = conv_op(&mut rng, 8, 8, 3, 0.3);
+            x = add_node(
+                &mut g,
+                &format!("c{i}"),
+                op,
+                &[x],
+                Shape::new(batch, 8, 4, 4),
+            );
+        }
+        g.outputs.push(x);
+        g
+    };
+    let t = Target::new(
+        nvdla_hw::Config::by_name("nv_full").unwrap(),
+        Precision::Fp16,
+    )
+    .unwrap();
+    let opts = nvdla_compiler::Options::new(t);
+    let one = nvdla_compiler::compile_graph(chain(1), &opts).unwrap();
+    let many = nvdla_compiler::compile_graph(chain(9), &opts).unwrap();
+    assert_eq!((one.tasks, many.tasks), (1, 2));
+    let atom = 32;
+    let mut rng = Rng(5);
+    let items: Vec<Vec<u8>> = (0..9)
+        .map(|_| to_surface(&rng.vec(8 * 16, 1.0), 8, 4, 4, atom, 16 * atom))
+        .collect();
+    let want: Vec<Vec<u8>> = items
+        .iter()
+        .map(|b| run("nv_full", &one.loadable, std::slice::from_ref(b)).remove(0))
+        .collect();
+    assert_eq!(run("nv_full", &many.loadable, &items), want);
 }

@@ -13,20 +13,7 @@ use nvdla_umd::emu::FallbackFn;
 fn network(rng: &mut Rng) -> Graph {
     let (mut g, x) = graph(20, 6, 5);
     let s = Shape::new(1, 20, 6, 5);
-    let conv = |rng: &mut Rng, k: usize| {
-        Op::Conv(Conv {
-            window: Window {
-                kernel: [k, k],
-                stride: [1, 1],
-                pad: [k / 2; 4],
-                dilation: [1, 1],
-            },
-            groups: 1,
-            out_channels: 20,
-            weight: Weights::new(vec![20, 20, k, k], rng.vec(400 * k * k, 0.1)).unwrap(),
-            bias: Some(Weights::vector(rng.vec(20, 0.1))),
-        })
-    };
+    let conv = |rng: &mut Rng, k: usize| conv_op(rng, 20, 20, k, 0.1);
     let c1 = add_node(&mut g, "c1", conv(rng, 3), &[x], s);
     let e = add_node(
         &mut g,

@@ -19,20 +19,7 @@ fn network(rng: &mut Rng) -> Graph {
     let (mut g, x) = graph(32, 20, 16);
     let s = Shape::new(1, 32, 20, 16);
     let half = Shape::new(1, 32, 10, 8);
-    let conv = |rng: &mut Rng, k: usize| {
-        Op::Conv(Conv {
-            window: Window {
-                kernel: [k, k],
-                stride: [1, 1],
-                pad: [k / 2; 4],
-                dilation: [1, 1],
-            },
-            groups: 1,
-            out_channels: 32,
-            weight: Weights::new(vec![32, 32, k, k], rng.vec(32 * 32 * k * k, 0.06)).unwrap(),
-            bias: Some(Weights::vector(rng.vec(32, 0.1))),
-        })
-    };
+    let conv = |rng: &mut Rng, k: usize| conv_op(rng, 32, 32, k, 0.06);
     let relu = Op::Activation(Activation::Relu { slope: 0.0 });
     let c1 = add_node(&mut g, "c1", conv(rng, 3), &[x], s);
     let r1 = add_node(&mut g, "r1", relu.clone(), &[c1], s);
@@ -42,18 +29,7 @@ fn network(rng: &mut Rng) -> Graph {
         coeffs: Vec::new(),
     };
     let a = add_node(&mut g, "add", sum, &[c2, r1], s);
-    let pool = Op::Pool(Pool {
-        kind: PoolKind::Max,
-        window: Window {
-            kernel: [2, 2],
-            stride: [2, 2],
-            pad: [0; 4],
-            dilation: [1, 1],
-        },
-        ceil_mode: false,
-        count_include_pad: false,
-    });
-    let p = add_node(&mut g, "pool", pool, &[a], half);
+    let p = add_node(&mut g, "pool", max_pool(2), &[a], half);
     let e = add_node(
         &mut g,
         "exp",

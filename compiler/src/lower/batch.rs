@@ -217,7 +217,8 @@ impl super::Lowering<'_> {
                 let name = format!("{}#item{b}", s.name);
                 let item = self.window_view(src, (0, b as u32 * w), (s.h, w), &name);
                 let dst = self.item_view(full_outputs[k], b);
-                self.sdp_copy(&g.tensor(o).name, item, dst)?;
+                let layer = &g.tensor(o).name;
+                self.sdp_copy(layer, layer.clone(), item, dst)?;
             }
         }
         Ok(())

@@ -4,7 +4,6 @@ use super::conv::ConvSpec;
 use super::{layer_err, Lowering};
 use crate::engine::*;
 use crate::error::Result;
-use crate::sdp::{SdpStages, Stage};
 
 impl Lowering<'_> {
     /// A deconvolution (transposed convolution). Stride 1: a convolution with the kernel
@@ -217,20 +216,6 @@ impl Lowering<'_> {
             return Ok(());
         }
         let dst = self.output_surface(out_t);
-        let mut sdp = SdpStages::default();
-        sdp.push(&t, Stage::Pass).map_err(|e| layer_err(n, e))?;
-        let unit = self.uniform_unit(view_id)?;
-        let (stages, out_cvt) = self.encode_sdp(&sdp, &n.name, dst, unit)?;
-        self.p.ops.push(HwOp {
-            layers: vec![format!("{name}#crop")],
-            kind: HwOpKind::Sdp(SdpOp {
-                src: Some(view_id),
-                dst,
-                stages,
-                lut: None,
-                out_cvt,
-            }),
-        });
-        Ok(())
+        self.sdp_copy(&n.name, format!("{name}#crop"), view_id, dst)
     }
 }

@@ -2,7 +2,6 @@
 //! operations of their own reading memory.
 
 use super::{broadcast, layer_err, Lowering};
-use crate::engine::*;
 use crate::error::Result;
 use crate::ir::{Activation, EltwiseKind, Node, Op, TensorId};
 use crate::sdp::{Refusal, SdpStages, Stage};
@@ -271,17 +270,6 @@ impl Lowering<'_> {
         let (last, fused) = self.fuse_elementwise(out, &mut sdp, unit.as_deref())?;
         layers.extend(fused);
         let dst = self.output_surface(last);
-        let (stages, out_cvt) = self.encode_sdp(&sdp, &n.name, dst, unit)?;
-        self.p.ops.push(HwOp {
-            layers,
-            kind: HwOpKind::Sdp(SdpOp {
-                src: Some(src),
-                dst,
-                stages,
-                lut: sdp.lut(),
-                out_cvt,
-            }),
-        });
-        Ok(())
+        self.push_sdp(layers, &n.name, (src, dst), &sdp, unit)
     }
 }

@@ -462,16 +462,19 @@ impl Lowering<'_> {
         Ok((stages, Some(cvt)))
     }
 
-    /// An SDP pass-through copying `src` to `dst` (same shape), for layer `layer`.
-    fn sdp_copy(&mut self, layer: &str, src: SurfId, dst: SurfId) -> Result<()> {
-        let t = *self.t;
-        let mut sdp = SdpStages::default();
-        sdp.push(&t, Stage::Pass)
-            .map_err(|e| CompileError::layer(layer, "copy", e))?;
-        let unit = self.uniform_unit(src)?;
-        let (stages, out_cvt) = self.encode_sdp(&sdp, layer, dst, unit)?;
+    /// Pushes an SDP operation reading `src` (int8 unit `unit`) through `sdp` into `dst`,
+    /// encoded for layer `layer` and named `layers`.
+    fn push_sdp(
+        &mut self,
+        layers: Vec<String>,
+        layer: &str,
+        (src, dst): (SurfId, SurfId),
+        sdp: &SdpStages,
+        unit: Option<Vec<f64>>,
+    ) -> Result<()> {
+        let (stages, out_cvt) = self.encode_sdp(sdp, layer, dst, unit)?;
         self.p.ops.push(HwOp {
-            layers: vec![layer.to_string()],
+            layers,
             kind: HwOpKind::Sdp(SdpOp {
                 src: Some(src),
                 dst,
@@ -481,6 +484,17 @@ impl Lowering<'_> {
             }),
         });
         Ok(())
+    }
+
+    /// An SDP pass-through copying `src` to `dst` (same shape, int8 rescaled to `dst`'s
+    /// scale), named `name`, for layer `layer`.
+    fn sdp_copy(&mut self, layer: &str, name: String, src: SurfId, dst: SurfId) -> Result<()> {
+        let t = *self.t;
+        let mut sdp = SdpStages::default();
+        sdp.push(&t, Stage::Pass)
+            .map_err(|e| CompileError::layer(layer, "copy", e))?;
+        let unit = self.uniform_unit(src)?;
+        self.push_sdp(vec![name], layer, (src, dst), &sdp, unit)
     }
 
     /// The surface an operation writes tensor `tid` to.
@@ -582,7 +596,7 @@ impl Lowering<'_> {
                     // input, another output, a reshape): an SDP pass-through copies it.
                     self.inherit.insert(out, s.scale);
                     let dst = self.output_surface(out);
-                    return self.sdp_copy(&n.name, src, dst);
+                    return self.sdp_copy(&n.name, n.name.clone(), src, dst);
                 }
                 self.surf.insert(out, src);
                 Ok(())

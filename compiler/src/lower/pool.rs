@@ -123,20 +123,10 @@ impl Lowering<'_> {
             let unit = self.uniform_unit(dst)?;
             let (last, fused) = self.fuse_elementwise(out_t, &mut sdp, unit.as_deref())?;
             let out = self.output_surface(last);
-            let (stages, out_cvt) = self.encode_sdp(&sdp, &n.name, out, unit)?;
             let mut layers = vec![format!("{}#scale", n.name)];
             layers.extend(fused);
-            self.p.ops.push(HwOp {
-                layers,
-                kind: HwOpKind::Sdp(SdpOp {
-                    src: Some(dst),
-                    dst: out,
-                    stages,
-                    // A fused sigmoid or tanh brings its table.
-                    lut: sdp.lut(),
-                    out_cvt,
-                }),
-            });
+            // A fused sigmoid or tanh brings its table.
+            self.push_sdp(layers, &n.name, (dst, out), &sdp, unit)?;
         }
         Ok(())
     }
@@ -296,21 +286,7 @@ impl Lowering<'_> {
             }
         }
         if rescale {
-            let t = *self.t;
-            let mut sdp = SdpStages::default();
-            sdp.push(&t, Stage::Pass).map_err(|e| layer_err(n, e))?;
-            let unit = self.uniform_unit(pooled)?;
-            let (stages, out_cvt) = self.encode_sdp(&sdp, &n.name, dst, unit)?;
-            self.p.ops.push(HwOp {
-                layers: vec![format!("{}#rescale", n.name)],
-                kind: HwOpKind::Sdp(SdpOp {
-                    src: Some(pooled),
-                    dst,
-                    stages,
-                    lut: None,
-                    out_cvt,
-                }),
-            });
+            self.sdp_copy(&n.name, format!("{}#rescale", n.name), pooled, dst)?;
         }
         Ok(())
     }

@@ -157,6 +157,46 @@ pub fn run_fp16_opts(g: &Graph, config: &str, input: &[f32], extra: Extra) -> (V
     (got, want)
 }
 
+/// A `k`x`k` convolution of stride 1 with `k / 2` padding from `cin` to `cout` channels,
+/// weights `rng.vec(.., scale)` then a bias `rng.vec(cout, 0.1)`.
+pub fn conv_op(
+    rng: &mut Rng,
+    cin: usize,
+    cout: usize,
+    k: usize,
+    scale: f32,
+) -> nvdla_compiler::ir::Op {
+    use nvdla_compiler::ir::{Conv, Op, Weights, Window};
+    Op::Conv(Conv {
+        window: Window {
+            kernel: [k, k],
+            stride: [1, 1],
+            pad: [k / 2; 4],
+            dilation: [1, 1],
+        },
+        groups: 1,
+        out_channels: cout,
+        weight: Weights::new(vec![cout, cin, k, k], rng.vec(cout * cin * k * k, scale)).unwrap(),
+        bias: Some(Weights::vector(rng.vec(cout, 0.1))),
+    })
+}
+
+/// A `k`x`k` max pooling of stride `k`, no padding.
+pub fn max_pool(k: usize) -> nvdla_compiler::ir::Op {
+    use nvdla_compiler::ir::{Op, Pool, PoolKind, Window};
+    Op::Pool(Pool {
+        kind: PoolKind::Max,
+        window: Window {
+            kernel: [k, k],
+            stride: [k, k],
+            pad: [0; 4],
+            dilation: [1, 1],
+        },
+        ceil_mode: false,
+        count_include_pad: false,
+    })
+}
+
 /// Appends node `name` (`op` reading `inputs`) writing a new tensor `name` of shape `out`.
 pub fn add_node(
     g: &mut Graph,
