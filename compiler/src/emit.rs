@@ -519,10 +519,12 @@ impl Ctx<'_> {
             let s = p.surface(id);
             (p.root(id), s.offset, s.offset + u64::from(s.size))
         };
+        // One memory: the same root, or both in the same activation pool (DRAM's or
+        // CV-SRAM's).
         let same_memory = |a: SurfId, b: SurfId| {
-            let (ra, rb) = (p.root(a), p.root(b));
-            ra == rb
-                || (p.surface(ra).kind == SurfKind::Pool && p.surface(rb).kind == SurfKind::Pool)
+            let (sa, sb) = (p.surface(p.root(a)), p.surface(p.root(b)));
+            p.root(a) == p.root(b)
+                || (sa.kind == SurfKind::Pool && sb.kind == SurfKind::Pool && sa.sram == sb.sram)
         };
         let overlaps = |a: SurfId, b: SurfId| {
             let (_, sa, ea) = span(a);
