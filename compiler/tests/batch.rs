@@ -10,7 +10,7 @@ use nvdla_compiler::engine::Engine;
 use nvdla_compiler::ir::*;
 use nvdla_compiler::quant::{Calibration, RangeMethod};
 use nvdla_compiler::target::{Precision, Target};
-use nvdla_umd::runtime::{RunOptions, Runtime};
+use nvdla_umd::runtime::Runtime;
 use nvdla_umd::Direction;
 
 const C: usize = 8;
@@ -48,7 +48,7 @@ fn network(batch: usize, seed: u64) -> Graph {
 /// order); the output's bytes per item.
 fn run(config: &str, loadable: &[u8], items: &[Vec<u8>]) -> Vec<Vec<u8>> {
     let mut dev = device(config);
-    let mut rt = Runtime::load(dev.as_mut(), loadable).unwrap();
+    let rt = Runtime::load(dev.as_mut(), loadable).unwrap();
     let ti = rt.tensor(Direction::Input, 0).unwrap().clone();
     let item = ti.size as usize / items.len();
     let mut data = vec![0u8; ti.size as usize];
@@ -56,12 +56,7 @@ fn run(config: &str, loadable: &[u8], items: &[Vec<u8>]) -> Vec<Vec<u8>> {
         data[b * item..b * item + bytes.len().min(item)]
             .copy_from_slice(&bytes[..bytes.len().min(item)]);
     }
-    rt.write_input(dev.as_mut(), 0, &data).unwrap();
-    rt.run(dev.as_mut(), &RunOptions::default(), &mut |_| {})
-        .unwrap_or_else(|e| panic!("{e}"));
-    let to = rt.tensor(Direction::Output, 0).unwrap().clone();
-    let out = rt.read_output(dev.as_mut(), 0).unwrap();
-    rt.release(dev.as_mut());
+    let (to, out) = run_once(dev.as_mut(), rt, &data);
     let n = to.size as usize / items.len();
     out.chunks(n).map(<[u8]>::to_vec).collect()
 }

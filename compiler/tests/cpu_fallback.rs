@@ -7,7 +7,6 @@ mod common;
 use common::*;
 use nvdla_compiler::ir::*;
 use nvdla_compiler::target::{Precision, Target};
-use nvdla_umd::emu::FallbackFn;
 
 /// conv 3x3 -> exp (CPU) -> relu -> conv 1x1, on 20 channels of 6x5.
 fn network(rng: &mut Rng) -> Graph {
@@ -15,17 +14,7 @@ fn network(rng: &mut Rng) -> Graph {
     let s = Shape::new(1, 20, 6, 5);
     let conv = |rng: &mut Rng, k: usize| conv_op(rng, 20, 20, k, 0.1);
     let c1 = add_node(&mut g, "c1", conv(rng, 3), &[x], s);
-    let e = add_node(
-        &mut g,
-        "exp",
-        Op::CpuUnary {
-            func: FallbackFn::Exp,
-            alpha: 0.0,
-            beta: 0.0,
-        },
-        &[c1],
-        s,
-    );
+    let e = add_node(&mut g, "exp", exp_op(), &[c1], s);
     let r = add_node(
         &mut g,
         "relu",

@@ -9,7 +9,6 @@ use common::*;
 use nvdla_compiler::ir::*;
 use nvdla_compiler::target::{Precision, Target};
 use nvdla_loadable::{Loadable, MemoryDomain};
-use nvdla_umd::emu::FallbackFn;
 use nvdla_umd::runtime::{RunOptions, Runtime};
 use nvdla_umd::Direction;
 
@@ -30,17 +29,7 @@ fn network(rng: &mut Rng) -> Graph {
     };
     let a = add_node(&mut g, "add", sum, &[c2, r1], s);
     let p = add_node(&mut g, "pool", max_pool(2), &[a], half);
-    let e = add_node(
-        &mut g,
-        "exp",
-        Op::CpuUnary {
-            func: FallbackFn::Exp,
-            alpha: 0.0,
-            beta: 0.0,
-        },
-        &[p],
-        half,
-    );
+    let e = add_node(&mut g, "exp", exp_op(), &[p], half);
     let c3 = add_node(&mut g, "c3", conv(rng, 1), &[e], half);
     g.outputs.push(c3);
     g

@@ -86,6 +86,31 @@ pub fn run_fp16(g: &Graph, config: &str, input: &[f32]) -> (Vec<f32>, Vec<f32>) 
     run_fp16_opts(g, config, input, Extra::default())
 }
 
+/// Writes `data` into input 0 of `rt`, runs it on `dev`, and returns output 0's
+/// descriptor and bytes (the runtime's memory released).
+pub fn run_once(
+    dev: &mut dyn nvdla_port::device::Device,
+    mut rt: Runtime<'_>,
+    data: &[u8],
+) -> (nvdla_umd::runtime::TensorDesc, Vec<u8>) {
+    rt.write_input(dev, 0, data).unwrap();
+    rt.run(dev, &RunOptions::default(), &mut |_| {})
+        .unwrap_or_else(|e| panic!("{e}"));
+    let to = rt.tensor(Direction::Output, 0).unwrap().clone();
+    let out = rt.read_output(dev, 0).unwrap();
+    rt.release(dev);
+    (to, out)
+}
+
+/// The CPU fallback's `exp` (an operation no NVDLA engine computes).
+pub fn exp_op() -> nvdla_compiler::ir::Op {
+    nvdla_compiler::ir::Op::CpuUnary {
+        func: nvdla_umd::emu::FallbackFn::Exp,
+        alpha: 0.0,
+        beta: 0.0,
+    }
+}
+
 /// Compile options beyond the target and the scales.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Extra {
@@ -129,7 +154,7 @@ pub fn run_fp16_opts(g: &Graph, config: &str, input: &[f32], extra: Extra) -> (V
     let compiled =
         nvdla_compiler::compile_graph(g.clone(), &opts).unwrap_or_else(|e| panic!("{e}"));
     let mut dev = device(config);
-    let mut rt = Runtime::load(dev.as_mut(), &compiled.loadable).unwrap();
+    let rt = Runtime::load(dev.as_mut(), &compiled.loadable).unwrap();
     let ti = rt.tensor(Direction::Input, 0).unwrap().clone();
     let s = g.shape(g.inputs[0]);
     let atom = hw.memory_atomic as usize;
@@ -138,12 +163,7 @@ pub fn run_fp16_opts(g: &Graph, config: &str, input: &[f32], extra: Extra) -> (V
     } else {
         to_surface(input, s.c, s.h, s.w, atom, ti.size as usize)
     };
-    rt.write_input(dev.as_mut(), 0, &data).unwrap();
-    rt.run(dev.as_mut(), &RunOptions::default(), &mut |_| {})
-        .unwrap_or_else(|e| panic!("{e}"));
-    let to = rt.tensor(Direction::Output, 0).unwrap().clone();
-    let out = rt.read_output(dev.as_mut(), 0).unwrap();
-    rt.release(dev.as_mut());
+    let (to, out) = run_once(dev.as_mut(), rt, &data);
     let o = g.shape(g.outputs[0]);
     let got = from_surface(
         &out,
@@ -360,18 +380,13 @@ pub fn run_int8_scaled(
     let compiled =
         nvdla_compiler::compile_graph(g.clone(), &opts).unwrap_or_else(|e| panic!("{e}"));
     let mut dev = device(config);
-    let mut rt = Runtime::load(dev.as_mut(), &compiled.loadable).unwrap();
+    let rt = Runtime::load(dev.as_mut(), &compiled.loadable).unwrap();
     let ti = rt.tensor(Direction::Input, 0).unwrap().clone();
     let atom = hw.memory_atomic as usize;
     let in_scale = compiled.program.surface(compiled.program.inputs[0]).scale;
     // Through the runtime's conversion (ties to even), feature and image inputs alike.
     let data = host_input(input, &ti, Some(in_scale));
-    rt.write_input(dev.as_mut(), 0, &data).unwrap();
-    rt.run(dev.as_mut(), &RunOptions::default(), &mut |_| {})
-        .unwrap_or_else(|e| panic!("{e}"));
-    let to = rt.tensor(Direction::Output, 0).unwrap().clone();
-    let out = rt.read_output(dev.as_mut(), 0).unwrap();
-    rt.release(dev.as_mut());
+    let (to, out) = run_once(dev.as_mut(), rt, &data);
     let o = g.shape(g.outputs[0]);
     // The scale the compiler gave the output (pooling keeps its input's, for example).
     let out_scale = compiled.program.surface(compiled.program.outputs[0]).scale;
