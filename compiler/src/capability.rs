@@ -7,7 +7,7 @@
 //! errors): engines a build lacks, window and stride limits of the convolution and
 //! pooling cores, the CPU softmax's `1x1xC` cube, and the 13-bit cube sizes.
 
-use crate::ir::{Activation, Graph, Node, Op};
+use crate::ir::{Activation, Graph, Node, Op, PoolKind};
 use crate::target::Target;
 
 /// Largest channel count, height or width of a cube (13-bit size registers).
@@ -60,7 +60,9 @@ pub fn refusal(g: &Graph, n: &Node, t: &Target) -> Option<String> {
             let s = input(0)?;
             let [kh, kw] = p.window.kernel;
             let global = kh == s.h && kw == s.w && p.window.pad == [0; 4];
-            if !global && (kh > 8 || kw > 8) {
+            // Max pooling of larger windows is a chain of PDP poolings (lower/pool.rs).
+            let chained = p.kind == PoolKind::Max;
+            if !global && !chained && (kh > 8 || kw > 8) {
                 Some(format!("pooling window {kh}x{kw}: PDP takes 1..=8"))
             } else if !global && p.window.stride.iter().any(|&v| v > 16) {
                 Some("pooling stride above 16".into())

@@ -1387,26 +1387,35 @@ pub(crate) fn pdp_strips(t: &Target, x: &PdpOp, in_w: u32, out_w: u32) -> Result
     if out_w <= cap {
         return Ok(single);
     }
-    let n = out_w.div_ceil(cap);
-    let last_out = out_w - cap * (n - 1);
     // The last input column output `o` reads.
     let end = |o: u32| -> i64 {
         (i64::from(o) * i64::from(x.stride[1]) - i64::from(x.pad[1]) + i64::from(x.kernel[1]) - 1)
             .min(i64::from(in_w) - 1)
     };
-    let first_in = end(cap - 1) + 1;
-    let mut mids = (1..n - 1).map(|k| end((k + 1) * cap - 1) - end(k * cap - 1));
-    let mid_in = mids.next().unwrap_or(0);
-    let last_in = end(out_w - 1) - end(cap * (n - 1) - 1);
-    let uniform = mids.all(|m| m == mid_in);
     let fits = |v: i64| (1..=i64::from(u16::MAX)).contains(&v);
-    if n > 64 || !uniform || !fits(first_in) || !fits(last_in) || (n > 2 && !fits(mid_in)) {
+    // Strips of `per` outputs (the last one the rest): their input widths, if the
+    // registers can describe them. A last strip whose outputs read only the right
+    // padding has no input, so narrower strips are tried after the widest.
+    let strips = |per: u32| -> Option<(u32, i64, i64, i64)> {
+        let n = out_w.div_ceil(per);
+        let first_in = end(per - 1) + 1;
+        let mut mids = (1..n - 1).map(|k| end((k + 1) * per - 1) - end(k * per - 1));
+        let mid_in = mids.next().unwrap_or(0);
+        let last_in = end(out_w - 1) - end(per * (n - 1) - 1);
+        let uniform = mids.all(|m| m == mid_in);
+        let ok = n <= 64 && uniform && fits(first_in) && fits(last_in) && (n == 2 || fits(mid_in));
+        ok.then_some((n, first_in, mid_in, last_in))
+    };
+    let Some((per, (n, first_in, mid_in, last_in))) = (1..=cap)
+        .rev()
+        .find_map(|per| strips(per).map(|s| (per, s)))
+    else {
         return Err(CompileError::Network(format!(
-            "a {}x{} pooling with {out_w} outputs per line needs {n} strips of {cap} outputs, \
-             which the PDP's strip registers cannot describe",
+            "a {}x{} pooling with {out_w} outputs per line needs strips of at most {cap}              outputs, which the PDP's strip registers cannot describe",
             x.kernel[0], x.kernel[1]
         )));
-    }
+    };
+    let (cap, last_out) = (per, out_w - per * (n - 1));
     let w = |v: i64| v as u16;
     Ok(PdpStrips {
         count: n as u8,
@@ -1482,6 +1491,15 @@ mod tests {
         let total =
             u32::from(five.input[0]) + 3 * u32::from(five.input[1]) + u32::from(five.input[2]);
         assert_eq!(total, 600);
+        // 5x5 stride 1 padding 4 over 13 columns (a stage of SPP's 9x9 pooling): 17
+        // outputs, 16 per strip; a 16 + 1 split would leave the last output only the
+        // right padding to read (so would 15 + 2 to 13 + 4), so the strips take 12 + 5
+        // outputs of inputs 12 + 1.
+        let padded = pdp_strips(&small, &pool(5, 1, 4), 13, 17).unwrap();
+        assert_eq!(
+            (padded.count, padded.output, padded.input),
+            (2, [12, 0, 5], [12, 0, 1])
+        );
         // Builds whose PDP geometry is not known from an RTL keep one strip.
         assert_eq!(pdp_strips(&full, &pool(3, 1, 0), 56, 54).unwrap().count, 1);
     }

@@ -845,6 +845,44 @@ fn global_pooling_larger_than_the_pdp_window() {
     }
 }
 
+#[test]
+fn max_pooling_wider_than_the_pdp_window() {
+    // SPP (YOLOv3/v4/X): 9x9 and 13x13 at stride 1 with "same" padding (4 and 6), chains
+    // of PDP max poolings (8 then 2; 8 then 6); a 13x11 window at stride 2 with padding
+    // 6/5 beyond the PDP's 7 on one side; a 17x3 window (three stages by rows); and a
+    // 5x5 window padded by 4 over 13 columns, whose 17 outputs go in PDP strips on
+    // nv_small (12 + 5: the last strip reads one input column and the padding).
+    let cases: [([usize; 2], [usize; 2], [usize; 4], [usize; 2]); 5] = [
+        ([9, 9], [1, 1], [4; 4], [20, 19]),
+        ([13, 13], [1, 1], [6; 4], [20, 19]),
+        ([13, 11], [2, 2], [6, 5, 6, 5], [20, 19]),
+        ([17, 3], [1, 1], [8, 1, 8, 1], [20, 19]),
+        ([5, 5], [1, 1], [4; 4], [13, 13]),
+    ];
+    for (kernel, stride, pad, [h, w]) in cases {
+        let (mut g, x) = graph(24, h, w);
+        let op = Op::Pool(Pool {
+            kind: PoolKind::Max,
+            window: Window {
+                kernel,
+                stride,
+                pad,
+                dilation: [1, 1],
+            },
+            ceil_mode: false,
+            count_include_pad: false,
+        });
+        let oh = out_size(h, kernel[0], stride[0], pad[0], pad[2], 1);
+        let ow = out_size(w, kernel[1], stride[1], pad[1], pad[3], 1);
+        let m = add_node(&mut g, "pool", op, &[x], Shape::new(1, 24, oh, ow));
+        finish(&mut g, m);
+        let what = format!("max pool {kernel:?} stride {stride:?} pad {pad:?}");
+        // The input's fp16 rounding only: maxima are exact.
+        check(&g, 1e-3, &what);
+        check_int8_on(&g, INT8_TOL, &what, &["nv_small"]);
+    }
+}
+
 /// Squeeze-and-excitation (MobileNetV3, EfficientNet, PP-LCNet): `x * s` where `s` is a
 /// per-channel vector computed from `x` (global pooling, two 1x1 convolutions, ReLU, a hard
 /// sigmoid). The product is an SDP operation reading `x` and `s` from memory, `s` through

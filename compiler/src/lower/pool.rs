@@ -131,6 +131,94 @@ impl Lowering<'_> {
         Ok(())
     }
 
+    /// Max pooling over windows wider than PDP's 8 (SPP's 9x9 and 13x13, stride 1), as a
+    /// chain of PDP max poolings of windows up to 8 at stride 1, the last at the layer's
+    /// stride: the maximum over `k1` then over `k2` neighbours is the maximum over
+    /// `k1 + k2 - 1`, and a window starting `b1 + b2` before is one padded by `b1` then by
+    /// `b2`. Padding (never a maximum) splits over the stages up to each one's limit: an
+    /// intermediate value a later stage skips as padding only covers inputs that the
+    /// neighbouring value it does read covers too.
+    fn max_pool_chain(&mut self, n: &Node, p: &crate::ir::Pool, src: SurfId) -> Result<()> {
+        let s = self.p.surface(src).clone();
+        let out = self.g.shape(self.out_tensor(n)?);
+        // One axis: input `size`, window `k`, stride `st`, begin padding `b`, `outs`
+        // outputs: the stages (window, begin, end padding) before the last one, and the
+        // last one's window and begin padding.
+        let axis = |size: u32, k: u32, st: u32, b: u32, outs: u32| {
+            let end = (i64::from(outs) - 1) * i64::from(st) + i64::from(k)
+                - i64::from(size)
+                - i64::from(b);
+            let (mut k_left, mut b_left, mut e_left) = (k, b, end.max(0) as u32);
+            // Windows as even as they go (9 = 5 + 5 - 1, 13 = 7 + 7 - 1): the smaller the
+            // window, the more outputs a PDP strip holds on the builds of small buffers.
+            let mut n_left = (k - 1).div_ceil(7).max(1);
+            let mut stages = Vec::new();
+            while k_left > 8 || b_left > 7 || e_left > 7 {
+                let share = n_left.max(1);
+                let ks = ((k_left - 1).div_ceil(share) + 1).min(8);
+                n_left = n_left.saturating_sub(1);
+                // The padding shared alike ("same" padding keeps every stage's size).
+                let (bs, es) = (
+                    b_left.div_ceil(share).min(ks - 1).min(7),
+                    e_left.div_ceil(share).min(ks - 1).min(7),
+                );
+                stages.push((ks, bs, es));
+                (k_left, b_left, e_left) = (k_left + 1 - ks, b_left - bs, e_left - es);
+                if ks == 1 {
+                    break; // padding no window can hold: refused below
+                }
+            }
+            (stages, (k_left, b_left))
+        };
+        let [kh, kw] = p.window.kernel.map(|v| v as u32);
+        let [sh, sw] = p.window.stride.map(|v| v as u32);
+        let [pt, pl, _, _] = p.window.pad.map(|v| v as u32);
+        let (mut rows, (kh_last, pt_last)) = axis(s.h, kh, sh, pt, out.h as u32);
+        let (mut cols, (kw_last, pl_last)) = axis(s.w, kw, sw, pl, out.w as u32);
+        if kh_last > 8 || kw_last > 8 {
+            return Err(layer_err(
+                n,
+                format!(
+                    "max pooling {kh}x{kw} with padding {:?}: more padding than windows",
+                    p.window.pad
+                ),
+            ));
+        }
+        let stages = rows.len().max(cols.len());
+        rows.resize(stages, (1, 0, 0));
+        cols.resize(stages, (1, 0, 0));
+        let (mut cur, mut h, mut w) = (src, s.h, s.w);
+        for (k, (&(kh, pt, pb), &(kw, pl, pr))) in rows.iter().zip(&cols).enumerate() {
+            let (mh, mw) = (h + pt + pb + 1 - kh, w + pl + pr + 1 - kw);
+            let mut mid = self.surface_geometry(
+                &format!("{}#stage{}", n.name, k + 1),
+                s.c,
+                mh,
+                mw,
+                SurfKind::Pool,
+            );
+            mid.scale = s.scale;
+            let mid = self.p.add_surface(mid);
+            self.p.ops.push(HwOp {
+                layers: vec![format!("{}#{}", n.name, k + 1)],
+                kind: HwOpKind::Pdp(PdpOp {
+                    src: cur,
+                    dst: mid,
+                    max: true,
+                    kernel: [kh, kw],
+                    stride: [1, 1],
+                    pad: [pt, pl, pb, pr],
+                    pad_value: 0,
+                }),
+            });
+            (cur, h, w) = (mid, mh, mw);
+        }
+        let mut last = p.clone();
+        last.window.kernel = [kh_last as usize, kw_last as usize];
+        last.window.pad = [pt_last as usize, pl_last as usize, 0, 0];
+        self.pool_from(n, &last, cur)
+    }
+
     pub(super) fn pool(&mut self, n: &Node, p: &crate::ir::Pool) -> Result<()> {
         let src = self.input(n, 0)?;
         self.pool_from(n, p, src)
@@ -148,6 +236,9 @@ impl Lowering<'_> {
         let global = out.h == 1 && out.w == 1 && kh == s.h && kw == s.w && pt == 0 && pl == 0;
         if global && (kh > 8 || kw > 8) {
             return self.global_pool(n, p.kind, src, out_t);
+        }
+        if p.kind == PoolKind::Max && (kh > 8 || kw > 8 || pt > 7 || pl > 7) {
+            return self.max_pool_chain(n, p, src);
         }
         if !(1..=8).contains(&kh) || !(1..=8).contains(&kw) {
             return Err(layer_err(

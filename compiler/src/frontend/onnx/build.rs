@@ -703,7 +703,8 @@ impl Builder {
             opset,
             inputs,
         };
-        let outs = if !self.cpu_fallback {
+        // Shape and Size read dimensions only: a value computed on the CPU stays there.
+        let outs = if !self.cpu_fallback || super::partition::reads_dims_only(&node.op_type) {
             ops::map(self, &cx)?
         } else if super::partition::stays_on_cpu(&node.op_type, &cx.inputs) {
             self.cpu_node(&cx, None)?

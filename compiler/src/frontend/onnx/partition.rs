@@ -30,7 +30,7 @@ use super::proto::{
 };
 use super::tensor::{fmt_dims, Const, Data};
 use crate::error::{CompileError, Result};
-use crate::ir::{CpuPartition, Node, Op, TensorId};
+use crate::ir::{CpuPartition, Node, Op, Shape, TensorId};
 
 /// Operators that carry the arithmetic of a network: tried on the hardware even when their
 /// inputs come from the CPU.
@@ -68,10 +68,15 @@ pub(crate) struct Snapshot {
     written: HashMap<TensorId, (usize, String)>,
 }
 
+/// Whether a node of type `op` reads only its input's dimensions (Shape and Size fold to
+/// constants from them): it neither runs on the CPU nor has a CPU value written out.
+pub(crate) fn reads_dims_only(op: &str) -> bool {
+    matches!(op, "Shape" | "Size")
+}
+
 /// Whether a node reading `inputs` stays on the CPU without trying the hardware.
 pub(crate) fn stays_on_cpu(op: &str, inputs: &[Option<Value>]) -> bool {
-    // Shape and Size fold to constants from the dimensions alone.
-    if matches!(op, "Shape" | "Size") {
+    if reads_dims_only(op) {
         return false;
     }
     let acts: Vec<&Value> = inputs
@@ -211,7 +216,10 @@ impl Builder {
 
     /// Has partition `part` write value `name` (computed on the CPU) to memory: it becomes
     /// an activation the hardware can read.
-    fn materialize(&mut self, label: &str, name: &str) -> Result<Act> {
+    /// A graph output (`output`) that no engine reads keeps a leading dimension other than
+    /// the network's batch as channels (a sequence model's `[T, 1, classes]`): the surface
+    /// holds its elements in the same order.
+    fn materialize(&mut self, label: &str, name: &str, output: bool) -> Result<Act> {
         let Some(Value::Cpu { part, dims, float }) = self.values.get(name).cloned() else {
             return match self.values.get(name) {
                 Some(Value::Act(a)) => Ok(a.clone()),
@@ -236,7 +244,11 @@ impl Builder {
                  fp16 or int8"
             )));
         }
-        let shape = ir_shape(&dims).map_err(|e| err(format!("`{name}`: {e}")))?;
+        let mut shape = ir_shape(&dims).map_err(|e| err(format!("`{name}`: {e}")))?;
+        let batch = self.g.inputs.first().map_or(1, |&i| self.g.shape(i).n);
+        if output && shape.n != batch && batch == 1 {
+            shape = Shape::new(1, shape.n * shape.c, shape.h, shape.w);
+        }
         let t = self.g.add_tensor(name, shape);
         let p = &mut self.cpu.partitions[part];
         p.outputs.push((name.to_string(), dims.clone(), t));
@@ -252,7 +264,11 @@ impl Builder {
         let mut out = cx.inputs.clone();
         for (k, v) in out.iter_mut().enumerate() {
             if let Some(Value::Cpu { .. }) = v {
-                *v = Some(Value::Act(self.materialize(&cx.label, cx.in_name(k))?));
+                *v = Some(Value::Act(self.materialize(
+                    &cx.label,
+                    cx.in_name(k),
+                    false,
+                )?));
             }
         }
         Ok(out)
@@ -261,7 +277,7 @@ impl Builder {
     /// The graph output `name` as an activation (written by its partition if it was
     /// computed on the CPU).
     pub(crate) fn cpu_output(&mut self, name: &str) -> Result<Act> {
-        self.materialize(name, name)
+        self.materialize(name, name, true)
     }
 
     /// Whether input `v` of a CPU node can be read by partition `open`.
@@ -350,7 +366,7 @@ impl Builder {
                 }
                 Value::Cpu { part: q, .. } if *q == part => {}
                 Value::Cpu { .. } => {
-                    let a = self.materialize(&cx.label, &name)?;
+                    let a = self.materialize(&cx.label, &name, false)?;
                     self.bind_input(part, &name, a);
                 }
                 Value::Act(a) => match self.cpu.written.get(&a.t).cloned() {
