@@ -118,7 +118,9 @@ struct Args {
     /// calibration table gives them).
     #[arg(long, default_value = "per-channel", value_parser = ["per-tensor", "per-channel"])]
     activation_scales: String,
-    /// Batch size (only 1 is supported).
+    /// Batch size, as NVIDIA's command line has it: only 1 here. A batch comes from the
+    /// model's input shape instead (an ONNX input's first dimension, or
+    /// `--input-shape NAME=16,3,224,224`; docs/compiler.md, "Batched fully connected layers").
     #[arg(long, default_value_t = 1)]
     batch: u32,
     /// Per-layer comparison: compile with every layer's output kept, run on the built-in
@@ -243,7 +245,11 @@ fn run(a: &Args) -> Result<(), CompileError> {
         )));
     }
     if a.batch != 1 {
-        return Err(CompileError::Option("only --batch 1 is supported".into()));
+        return Err(CompileError::Option(
+            "only --batch 1 is supported: a batch comes from the input's shape (its first \
+             dimension, or --input-shape NAME=N,C,H,W)"
+                .into(),
+        ));
     }
     match a.informat.as_str() {
         "nchw" | "ncxhwx" => {}

@@ -60,28 +60,17 @@ impl Lowering<'_> {
         for k in 0..passes - 1 {
             let (ah, aw) = (fh[k], fw[k]);
             let (mh, mw) = (h.div_ceil(ah), w.div_ceil(aw));
-            let mut mid = self.surface_geometry(
-                &format!("{}#partial{}", n.name, k + 1),
-                s.c,
-                mh,
-                mw,
-                SurfKind::Pool,
-            );
-            mid.scale = s.scale;
-            let mid = self.p.add_surface(mid);
-            self.p.ops.push(HwOp {
-                layers: vec![format!("{}#{}", n.name, k + 1)],
-                kind: HwOpKind::Pdp(PdpOp {
-                    src: cur,
-                    dst: mid,
-                    max,
-                    kernel: [ah, aw],
-                    stride: [ah, aw],
-                    pad: [0, 0, ah * mh - h, aw * mw - w],
-                    pad_value: 0,
-                }),
-            });
-            (cur, h, w) = (mid, mh, mw);
+            let op = PdpOp {
+                src: cur,
+                dst: cur,
+                max,
+                kernel: [ah, aw],
+                stride: [ah, aw],
+                pad: [0, 0, ah * mh - h, aw * mw - w],
+                pad_value: 0,
+            };
+            cur = self.pool_stage(n, &format!("partial{}", k + 1), k + 1, op, [mh, mw]);
+            (h, w) = (mh, mw);
         }
         let (mid, mh, mw) = (cur, h, w);
         let padded: u32 = fh.iter().product::<u32>() * fw.iter().product::<u32>();
@@ -129,6 +118,30 @@ impl Lowering<'_> {
             self.push_sdp(layers, &n.name, (dst, out), &sdp, unit)?;
         }
         Ok(())
+    }
+
+    /// One PDP pass of a pooling node `n` done in several (`op` with its destination
+    /// replaced): writes a new `mh x mw` surface `<node>#<tag>` of the source's channels
+    /// and int8 scale, which it returns; the operation is the node's pass `pass`.
+    fn pool_stage(
+        &mut self,
+        n: &Node,
+        tag: &str,
+        pass: usize,
+        mut op: PdpOp,
+        [mh, mw]: [u32; 2],
+    ) -> SurfId {
+        let s = self.p.surface(op.src).clone();
+        let mut mid =
+            self.surface_geometry(&format!("{}#{tag}", n.name), s.c, mh, mw, SurfKind::Pool);
+        mid.scale = s.scale;
+        op.dst = self.p.add_surface(mid);
+        let dst = op.dst;
+        self.p.ops.push(HwOp {
+            layers: vec![format!("{}#{pass}", n.name)],
+            kind: HwOpKind::Pdp(op),
+        });
+        dst
     }
 
     /// Max pooling over windows wider than PDP's 8 (SPP's 9x9 and 13x13, stride 1), as a
@@ -190,28 +203,17 @@ impl Lowering<'_> {
         let (mut cur, mut h, mut w) = (src, s.h, s.w);
         for (k, (&(kh, pt, pb), &(kw, pl, pr))) in rows.iter().zip(&cols).enumerate() {
             let (mh, mw) = (h + pt + pb + 1 - kh, w + pl + pr + 1 - kw);
-            let mut mid = self.surface_geometry(
-                &format!("{}#stage{}", n.name, k + 1),
-                s.c,
-                mh,
-                mw,
-                SurfKind::Pool,
-            );
-            mid.scale = s.scale;
-            let mid = self.p.add_surface(mid);
-            self.p.ops.push(HwOp {
-                layers: vec![format!("{}#{}", n.name, k + 1)],
-                kind: HwOpKind::Pdp(PdpOp {
-                    src: cur,
-                    dst: mid,
-                    max: true,
-                    kernel: [kh, kw],
-                    stride: [1, 1],
-                    pad: [pt, pl, pb, pr],
-                    pad_value: 0,
-                }),
-            });
-            (cur, h, w) = (mid, mh, mw);
+            let op = PdpOp {
+                src: cur,
+                dst: cur,
+                max: true,
+                kernel: [kh, kw],
+                stride: [1, 1],
+                pad: [pt, pl, pb, pr],
+                pad_value: 0,
+            };
+            cur = self.pool_stage(n, &format!("stage{}", k + 1), k + 1, op, [mh, mw]);
+            (h, w) = (mh, mw);
         }
         let mut last = p.clone();
         last.window.kernel = [kh_last as usize, kw_last as usize];
