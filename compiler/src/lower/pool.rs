@@ -215,7 +215,7 @@ impl Lowering<'_> {
             cur = self.pool_stage(n, &format!("stage{}", k + 1), k + 1, op, [mh, mw]);
             (h, w) = (mh, mw);
         }
-        let mut last = p.clone();
+        let mut last = *p;
         last.window.kernel = [kh_last as usize, kw_last as usize];
         last.window.pad = [pt_last as usize, pl_last as usize, 0, 0];
         self.pool_from(n, &last, cur)
