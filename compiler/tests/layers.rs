@@ -852,7 +852,9 @@ fn max_pooling_wider_than_the_pdp_window() {
     // 6/5 beyond the PDP's 7 on one side; a 17x3 window (three stages by rows); and a
     // 5x5 window padded by 4 over 13 columns, whose 17 outputs go in PDP strips on
     // nv_small (12 + 5: the last strip reads one input column and the padding).
-    let cases: [([usize; 2], [usize; 2], [usize; 4], [usize; 2]); 5] = [
+    // (kernel, stride, padding, input height and width)
+    type Case = ([usize; 2], [usize; 2], [usize; 4], [usize; 2]);
+    let cases: [Case; 5] = [
         ([9, 9], [1, 1], [4; 4], [20, 19]),
         ([13, 13], [1, 1], [6; 4], [20, 19]),
         ([13, 11], [2, 2], [6, 5, 6, 5], [20, 19]),
