@@ -32,11 +32,13 @@ pub fn refusal(g: &Graph, n: &Node, t: &Target) -> Option<String> {
             )),
             _ => None,
         },
-        Op::Activation(Activation::Sigmoid | Activation::Tanh) if !f.sdp_lut => Some(format!(
-            "{} has no SDP lookup table for {}",
-            t.hw.name,
-            n.op.name()
-        )),
+        Op::Activation(Activation::Sigmoid | Activation::Tanh | Activation::Erf) if !f.sdp_lut => {
+            Some(format!(
+                "{} has no SDP lookup table for {}",
+                t.hw.name,
+                n.op.name()
+            ))
+        }
         Op::Lrn { .. } if !f.cdp => Some(format!("{} has no CDP", t.hw.name)),
         Op::Deconv(c) if c.window.stride != [1, 1] && !f.rubik => Some(format!(
             "deconvolution with stride {}x{} needs RUBIK, which {} does not have",

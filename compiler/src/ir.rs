@@ -199,6 +199,8 @@ pub enum Activation {
     Sigmoid,
     /// `tanh(x)`.
     Tanh,
+    /// The error function `erf(x)` (GELU's `0.5 x (1 + erf(x / sqrt 2))`).
+    Erf,
 }
 
 /// Element-wise combination of several same-shape inputs.
@@ -329,6 +331,7 @@ impl Op {
             Op::Activation(Activation::Clip { .. }) => "Clip",
             Op::Activation(Activation::Sigmoid) => "Sigmoid",
             Op::Activation(Activation::Tanh) => "TanH",
+            Op::Activation(Activation::Erf) => "Erf",
             Op::ChannelAffine { .. } => "Scale",
             Op::BatchNorm { .. } => "BatchNorm",
             Op::Power { .. } => "Power",

@@ -805,6 +805,10 @@ fn activation(x: &[f32], xs: Shape, a: &Activation) -> Result<Vec<f32>, String> 
             .map(|&v| (1.0 / (1.0 + (-f64::from(v)).exp())) as f32)
             .collect(),
         Activation::Tanh => x.iter().map(|&v| f64::from(v).tanh() as f32).collect(),
+        Activation::Erf => x
+            .iter()
+            .map(|&v| crate::lut::erf(f64::from(v)) as f32)
+            .collect(),
     })
 }
 

@@ -54,6 +54,8 @@ pub enum LutFn {
     Sigmoid,
     /// `tanh(x)`.
     Tanh,
+    /// `erf(x)`.
+    Erf,
 }
 
 impl LutFn {
@@ -62,6 +64,7 @@ impl LutFn {
         match self {
             LutFn::Sigmoid => 1.0 / (1.0 + (-x).exp()),
             LutFn::Tanh => x.tanh(),
+            LutFn::Erf => crate::lut::erf(x),
         }
     }
     /// Half the input range its table covers (the function is flat beyond).
@@ -69,6 +72,16 @@ impl LutFn {
         match self {
             LutFn::Sigmoid => 16.0,
             LutFn::Tanh => 8.0,
+            LutFn::Erf => 4.0,
+        }
+    }
+
+    /// Its fp16 table.
+    pub fn table(self) -> LutParam {
+        match self {
+            LutFn::Sigmoid => crate::lut::sigmoid(),
+            LutFn::Tanh => crate::lut::tanh(),
+            LutFn::Erf => crate::lut::erf_table(),
         }
     }
 }

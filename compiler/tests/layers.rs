@@ -403,6 +403,61 @@ fn sigmoid_and_tanh() {
 }
 
 #[test]
+fn erf_on_the_lut() {
+    // GELU's erf (PP-OCRv6, vision transformers): fused after a convolution, and from
+    // memory after a pooling; inputs over [-4, 4] and beyond, where it is flat.
+    let mut rng = Rng(11);
+    let (mut g, x) = graph(8, 5, 5);
+    let c = add_conv(
+        &mut g,
+        &mut rng,
+        "conv",
+        x,
+        8,
+        [1, 1],
+        [1, 1],
+        [0; 4],
+        [1, 1],
+        1,
+    );
+    let e = add_node(
+        &mut g,
+        "erf",
+        Op::Activation(Activation::Erf),
+        &[c],
+        Shape::new(1, 8, 5, 5),
+    );
+    let p = add_node(
+        &mut g,
+        "pool",
+        pool(PoolKind::Max, 1, 1, 0, false),
+        &[c],
+        Shape::new(1, 8, 5, 5),
+    );
+    let scaled = add_node(
+        &mut g,
+        "scale",
+        Op::ChannelAffine {
+            scale: Some(Weights::vector(vec![3.0])),
+            bias: None,
+        },
+        &[p],
+        Shape::new(1, 8, 5, 5),
+    );
+    let e2 = add_node(
+        &mut g,
+        "erf2",
+        Op::Activation(Activation::Erf),
+        &[scaled],
+        Shape::new(1, 8, 5, 5),
+    );
+    finish(&mut g, e);
+    finish(&mut g, e2);
+    check(&g, LUT_TOL, "erf (fused, and after a pooling)");
+    check_int8_on(&g, INT8_TOL, "erf", &["nv_full"]);
+}
+
+#[test]
 fn softmax_on_the_cpu() {
     let mut rng = Rng(8);
     let (mut g, x) = graph(12, 3, 3);

@@ -1167,12 +1167,12 @@ fn errors_name_the_node_its_operator_and_the_reason() {
         &[1, 2],
         vec![
             node("Relu", "", &["x"], &["r"], vec![]),
-            node("Erf", "", &["r"], &["y"], vec![]),
+            node("Hardmax", "", &["r"], &["y"], vec![]),
         ],
         vec![],
     ));
     assert!(
-        e.starts_with("layer `Erf#1` (Erf): operator `Erf` is not supported"),
+        e.starts_with("layer `Hardmax#1` (Hardmax): operator `Hardmax` is not supported"),
         "{e}"
     );
     let e = err(&model(

@@ -125,6 +125,6 @@ fn reader_takes(n: &Node, tid: TensorId, t: &Target) -> bool {
 fn sdp_activation(a: &Activation, t: &Target) -> bool {
     match a {
         Activation::Relu { .. } | Activation::PRelu { .. } | Activation::Clip { .. } => true,
-        Activation::Sigmoid | Activation::Tanh => t.hw.features.sdp_lut,
+        Activation::Sigmoid | Activation::Tanh | Activation::Erf => t.hw.features.sdp_lut,
     }
 }

@@ -113,7 +113,7 @@ impl Lowering<'_> {
                 }
                 r
             }
-            Op::Activation(a @ (Activation::Sigmoid | Activation::Tanh)) => {
+            Op::Activation(a @ (Activation::Sigmoid | Activation::Tanh | Activation::Erf)) => {
                 if !t.hw.features.sdp_lut {
                     return Err(layer_err(
                         n,
@@ -126,14 +126,12 @@ impl Lowering<'_> {
                     let lut = self.p.luts.len();
                     let f = match a {
                         Activation::Sigmoid => crate::sdp::LutFn::Sigmoid,
+                        Activation::Erf => crate::sdp::LutFn::Erf,
                         _ => crate::sdp::LutFn::Tanh,
                     };
                     let r = sdp.push(&t, Stage::Lut(lut, f));
                     if r.is_ok() {
-                        self.p.luts.push(match a {
-                            Activation::Sigmoid => crate::lut::sigmoid(),
-                            _ => crate::lut::tanh(),
-                        });
+                        self.p.luts.push(f.table());
                     }
                     r
                 }

@@ -85,7 +85,7 @@ pub(crate) fn map(b: &mut Builder, cx: &NodeCx<'_>) -> Result<Vec<Value>> {
         "ConvTranspose" => conv_transpose(b, cx)?,
         "MaxPool" | "AveragePool" => pool(b, cx)?,
         "GlobalAveragePool" | "GlobalMaxPool" => global_pool(b, cx)?,
-        "Relu" | "LeakyRelu" | "Sigmoid" | "Tanh" => {
+        "Relu" | "LeakyRelu" | "Sigmoid" | "Tanh" | "Erf" => {
             cx.arity(1, 1)?;
             let a = match op {
                 "Relu" => Activation::Relu { slope: 0.0 },
@@ -93,6 +93,7 @@ pub(crate) fn map(b: &mut Builder, cx: &NodeCx<'_>) -> Result<Vec<Value>> {
                     slope: cx.float("alpha")?.unwrap_or(0.01),
                 },
                 "Sigmoid" => Activation::Sigmoid,
+                "Erf" => Activation::Erf,
                 _ => Activation::Tanh,
             };
             unary(b, cx, a)?
