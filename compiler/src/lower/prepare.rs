@@ -312,8 +312,9 @@ pub(super) fn place_concats(g: &Graph, t: &Target) -> (Graph, Vec<(TensorId, Ten
 }
 
 /// Which concatenation inputs can be written straight into the concatenation's output:
-/// each input is produced by a node (not a network input), read only by the
-/// concatenation, not a network output, and starts at a channel that begins a memory atom.
+/// each input is produced by a node (not a network input), read by no other
+/// concatenation (other layers read it through its view), not a network output, and
+/// starts at a channel that begins a memory atom.
 ///
 /// Concatenations whose inputs begin another's (DenseNet: each layer concatenates every
 /// earlier output of its block) share the longest one's surface: the shorter ones are
@@ -361,7 +362,11 @@ pub(super) fn concat_views(g: &Graph, t: &Target) -> HashMap<TensorId, (TensorId
                     .iter()
                     .all(|k| !matches!(g.nodes[k.0].op, Op::Concat) || in_group(k))
             } else {
-                consumers.len() == 1
+                // Read by no other concatenation: other readers (SPP's poolings, a C2f's
+                // bottleneck) read it through its view, written once.
+                consumers
+                    .iter()
+                    .all(|k| !matches!(g.nodes[k.0].op, Op::Concat) || k.0 == r)
             };
             let output = g.outputs.contains(&i);
             let repeated = g.nodes[r].inputs.iter().filter(|&&x| x == i).count() > 1;
