@@ -359,43 +359,25 @@ fn clip_relu6_and_general_bounds() {
     check_int8(&g, INT8_TOL, "relu6 + clip");
 }
 
+/// A 1x1 convolution `conv` of `k` kernels from `x`.
+fn conv_1x1(g: &mut Graph, rng: &mut Rng, x: TensorId, k: usize) -> TensorId {
+    add_conv(g, rng, "conv", x, k, [1, 1], [1, 1], [0; 4], [1, 1], 1)
+}
+
+/// Node `name` (`op` on `x`) whose output has `x`'s shape.
+fn same_shape(g: &mut Graph, name: &str, op: Op, x: TensorId) -> TensorId {
+    let s = g.shape(x);
+    add_node(g, name, op, &[x], s)
+}
+
 #[test]
 fn sigmoid_and_tanh() {
     let mut rng = Rng(7);
     let (mut g, x) = graph(8, 5, 5);
-    let c = add_conv(
-        &mut g,
-        &mut rng,
-        "conv",
-        x,
-        8,
-        [1, 1],
-        [1, 1],
-        [0; 4],
-        [1, 1],
-        1,
-    );
-    let s = add_node(
-        &mut g,
-        "sigmoid",
-        Op::Activation(Activation::Sigmoid),
-        &[c],
-        Shape::new(1, 8, 5, 5),
-    );
-    let p = add_node(
-        &mut g,
-        "pool",
-        pool(PoolKind::Max, 1, 1, 0, false),
-        &[s],
-        Shape::new(1, 8, 5, 5),
-    );
-    let t = add_node(
-        &mut g,
-        "tanh",
-        Op::Activation(Activation::Tanh),
-        &[p],
-        Shape::new(1, 8, 5, 5),
-    );
+    let c = conv_1x1(&mut g, &mut rng, x, 8);
+    let s = same_shape(&mut g, "sigmoid", Op::Activation(Activation::Sigmoid), c);
+    let p = same_shape(&mut g, "pool", pool(PoolKind::Max, 1, 1, 0, false), s);
+    let t = same_shape(&mut g, "tanh", Op::Activation(Activation::Tanh), p);
     finish(&mut g, t);
     check(&g, LUT_TOL, "sigmoid (fused) + tanh (SDP from memory)");
     // nv_small has no LUT; nv_full and nv_large do.
@@ -405,52 +387,18 @@ fn sigmoid_and_tanh() {
 #[test]
 fn erf_on_the_lut() {
     // GELU's erf (PP-OCRv6, vision transformers): fused after a convolution, and from
-    // memory after a pooling; inputs over [-4, 4] and beyond, where it is flat.
+    // memory after a pooling and a scale by 3 (inputs beyond [-4, 4], where it is flat).
     let mut rng = Rng(11);
     let (mut g, x) = graph(8, 5, 5);
-    let c = add_conv(
-        &mut g,
-        &mut rng,
-        "conv",
-        x,
-        8,
-        [1, 1],
-        [1, 1],
-        [0; 4],
-        [1, 1],
-        1,
-    );
-    let e = add_node(
-        &mut g,
-        "erf",
-        Op::Activation(Activation::Erf),
-        &[c],
-        Shape::new(1, 8, 5, 5),
-    );
-    let p = add_node(
-        &mut g,
-        "pool",
-        pool(PoolKind::Max, 1, 1, 0, false),
-        &[c],
-        Shape::new(1, 8, 5, 5),
-    );
-    let scaled = add_node(
-        &mut g,
-        "scale",
-        Op::ChannelAffine {
-            scale: Some(Weights::vector(vec![3.0])),
-            bias: None,
-        },
-        &[p],
-        Shape::new(1, 8, 5, 5),
-    );
-    let e2 = add_node(
-        &mut g,
-        "erf2",
-        Op::Activation(Activation::Erf),
-        &[scaled],
-        Shape::new(1, 8, 5, 5),
-    );
+    let c = conv_1x1(&mut g, &mut rng, x, 8);
+    let e = same_shape(&mut g, "erf", Op::Activation(Activation::Erf), c);
+    let p = same_shape(&mut g, "pool", pool(PoolKind::Max, 1, 1, 0, false), c);
+    let scale = Op::ChannelAffine {
+        scale: Some(Weights::vector(vec![3.0])),
+        bias: None,
+    };
+    let scaled = same_shape(&mut g, "scale", scale, p);
+    let e2 = same_shape(&mut g, "erf2", Op::Activation(Activation::Erf), scaled);
     finish(&mut g, e);
     finish(&mut g, e2);
     check(&g, LUT_TOL, "erf (fused, and after a pooling)");
