@@ -783,13 +783,25 @@ pub(crate) fn work_of(
         use ids::pdp::D_POOLING_KERNEL_CFG as K;
         let kernel = pdp.field(K, K::KERNEL_WIDTH) as usize + 1;
         let stride = pdp.field(K, K::KERNEL_STRIDE_WIDTH) as usize + 1;
+        let kernel_h = pdp.field(K, K::KERNEL_HEIGHT) as u32 + 1;
+        let stride_h = pdp.field(K, K::KERNEL_STRIDE_HEIGHT) as u32 + 1;
+        use ids::pdp::D_OPERATION_MODE_CFG as M;
+        let strips = pdp.field(ids::pdp::D_OPERATION_MODE_CFG, M::SPLIT_NUM) as usize + 1;
+        let out_w = (pdp.cur(ids::pdp::D_DATA_CUBE_OUT_WIDTH) & 0x1fff) as usize + 1;
+        // The outputs a line of the PDP's buffer holds, where the build's geometry is
+        // known (nv_small's, from its RTL).
+        let lines = nvdla_hw::Config::pdp_buffered_lines(kernel_h, stride_h);
+        let cap = cfg.hw.pdp_line_pixels(lines, bytes as u32).map(|v| v as usize);
         // More than 4 windows overlapping a column (kernel width over 4 strides, and as
         // many output columns) cost windows-1 more cycles per input line and channel
-        // (measured on the nv_small RTL: kernels 5 to 8 at stride 1,
-        // docs/performance.md).
-        let out_w = (pdp.cur(ids::pdp::D_DATA_CUBE_OUT_WIDTH) & 0x1fff) as usize + 1;
+        // when one strip holds more outputs than the buffer's line (measured on the
+        // nv_small RTL: kernels 5 to 8 at stride 1, NVIDIA's 8x8 pooling trace); a
+        // pooling whose line fits pays nothing (SPP's 5x5 and 7x7 over 13 and 16
+        // columns), one split into strips pays for the strips below instead
+        // (docs/performance.md).
         let windows = kernel.div_ceil(stride).min(out_w);
-        let mut extra = if windows > 4 {
+        let overfull = strips == 1 && cap.is_none_or(|cap| out_w > cap);
+        let mut extra = if windows > 4 && overfull {
             (windows - 1) * h * padded(c, bytes)
         } else {
             0
@@ -797,9 +809,17 @@ pub(crate) fn work_of(
         // A width split into strips reads the columns its windows share across each
         // strip boundary once per strip (kernel - stride columns; measured on the
         // nv_small RTL with NVIDIA's split traces, docs/performance.md).
-        use ids::pdp::D_OPERATION_MODE_CFG as M;
-        let strips = pdp.field(ids::pdp::D_OPERATION_MODE_CFG, M::SPLIT_NUM) as usize + 1;
         extra += (strips - 1) * kernel.saturating_sub(stride) * h * padded(c, bytes);
+        // Each line of top padding costs a line of the input's width plus one, two
+        // fewer per strip boundary, where the geometry is known (measured on the nv_small
+        // RTL: kernels 3, 5 and 7 at stride 1 padded by 1 to 3 over 8-channel cubes of
+        // 13 to 32 columns, within 1 %; over 16 channels SPP's 5x5 pad 2 is +1 % and
+        // 7x7 pad 3 +8 %, docs/performance.md).
+        if cap.is_some() {
+            use ids::pdp::D_POOLING_PADDING_CFG as P;
+            let top = pdp.field(P, P::PAD_TOP) as usize;
+            extra += top * (w + 1).saturating_sub(2 * (strips - 1)) * padded(c, bytes);
+        }
         per(
             w * h * padded(c, bytes) + extra,
             t.pdp,
