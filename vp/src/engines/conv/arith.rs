@@ -644,7 +644,8 @@ impl Blocks {
     }
 
     /// The lane arrays of data block `di` and weight block `wi` of `w`: data coarse and
-    /// value, weight coarse and value.
+    /// value, weight coarse and value (for the AVX-512 kernels).
+    #[cfg(target_arch = "x86_64")]
     fn lanes_of<'a>(&'a self, di: usize, w: &'a Blocks, wi: usize) -> [&'a [i16]; 4] {
         let (dr, wr) = (
             di * self.lanes..(di + 1) * self.lanes,
