@@ -783,15 +783,18 @@ pub(crate) fn work_of(
         use ids::pdp::D_POOLING_KERNEL_CFG as K;
         let kernel = pdp.field(K, K::KERNEL_WIDTH) as usize + 1;
         let stride = pdp.field(K, K::KERNEL_STRIDE_WIDTH) as usize + 1;
-        let kernel_h = pdp.field(K, K::KERNEL_HEIGHT) as u32 + 1;
-        let stride_h = pdp.field(K, K::KERNEL_STRIDE_HEIGHT) as u32 + 1;
+        let kernel_h = pdp.field(K, K::KERNEL_HEIGHT) + 1;
+        let stride_h = pdp.field(K, K::KERNEL_STRIDE_HEIGHT) + 1;
         use ids::pdp::D_OPERATION_MODE_CFG as M;
         let strips = pdp.field(ids::pdp::D_OPERATION_MODE_CFG, M::SPLIT_NUM) as usize + 1;
         let out_w = (pdp.cur(ids::pdp::D_DATA_CUBE_OUT_WIDTH) & 0x1fff) as usize + 1;
         // The outputs a line of the PDP's buffer holds, where the build's geometry is
         // known (nv_small's, from its RTL).
         let lines = nvdla_hw::Config::pdp_buffered_lines(kernel_h, stride_h);
-        let cap = cfg.hw.pdp_line_pixels(lines, bytes as u32).map(|v| v as usize);
+        let cap = cfg
+            .hw
+            .pdp_line_pixels(lines, bytes as u32)
+            .map(|v| v as usize);
         // More than 4 windows overlapping a column (kernel width over 4 strides, and as
         // many output columns) cost windows-1 more cycles per input line and channel
         // when one strip holds more outputs than the buffer's line (measured on the
