@@ -206,6 +206,36 @@ pub fn from_arrays(
     )
 }
 
+/// The range method of each tensor of `g`: `method`, except for the values on their way
+/// to a network output, which keep their largest values (`max-abs`): what matters there
+/// is rare (a detection's score among thousands of empty anchors, the top class's logit),
+/// and a percentile would clip exactly that. Those are the outputs themselves and what
+/// only CPU partitions that write an output read (logits reshaped or concatenated there).
+fn range_methods(g: &Graph, method: RangeMethod) -> Vec<RangeMethod> {
+    let writes_output = |n: &crate::ir::Node| n.outputs.iter().any(|o| g.outputs.contains(o));
+    let mut readers: Vec<Vec<&crate::ir::Node>> = vec![Vec::new(); g.tensors.len()];
+    for n in &g.nodes {
+        for &i in &n.inputs {
+            readers[i.0].push(n);
+        }
+    }
+    (0..g.tensors.len())
+        .map(|t| {
+            let r = &readers[t];
+            let near_output = g.outputs.contains(&crate::ir::TensorId(t))
+                || (!r.is_empty()
+                    && r.iter().all(|n| {
+                        matches!(n.op, crate::ir::Op::CpuPartition(_)) && writes_output(n)
+                    }));
+            if near_output {
+                RangeMethod::MaxAbs
+            } else {
+                method
+            }
+        })
+        .collect()
+}
+
 /// The reference on samples `0..n` (`sample(i)` is the first input's values), their
 /// values streamed into per-tensor range collectors.
 fn collect(
@@ -239,6 +269,7 @@ fn collect(
         let s = g.shape(crate::ir::TensorId(t));
         per_channel && s.c > 1 && s.h * s.w > 1
     };
+    let range_method = range_methods(g, method);
     let mut channel_ranges: Vec<Option<Vec<RangeCollector>>> = vec![None; g.tensors.len()];
     let indices: Vec<usize> = (0..n).collect();
     let mut done = 0;
@@ -264,21 +295,14 @@ fn collect(
                     if v.is_empty() {
                         return;
                     }
-                    // A network output keeps its largest values: what matters there is
-                    // rare (a detection's score among thousands of empty anchors, the
-                    // top class's logit), and a percentile would clip exactly that.
-                    let m = if g.outputs.contains(&crate::ir::TensorId(t)) {
-                        RangeMethod::MaxAbs
-                    } else {
-                        method
-                    };
+                    let m = range_method[t];
                     r.get_or_insert_with(|| RangeCollector::new(m, v.len() * n))
                         .add(&v);
                     if by_channel(t) {
                         let s = g.shape(crate::ir::TensorId(t));
                         let hw = s.h * s.w;
                         let cr = cr.get_or_insert_with(|| {
-                            RangeCollector::per_channel(method, s.c, v.len() * n)
+                            RangeCollector::per_channel(m, s.c, v.len() * n)
                         });
                         RangeCollector::add_planes(cr, &v, hw);
                     }
@@ -290,4 +314,57 @@ fn collect(
     let mut cal = Calibration::from_ranges(&mut ranges);
     cal.add_channel_ranges(&mut channel_ranges);
     Ok(cal)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{CpuPartition, Node, Op, Shape};
+    use std::sync::Arc;
+
+    fn node(
+        g: &mut Graph,
+        op: Op,
+        inputs: Vec<crate::ir::TensorId>,
+        out: &str,
+    ) -> crate::ir::TensorId {
+        let t = g.add_tensor(out, Shape::new(1, 4, 2, 2));
+        g.add_node(Node {
+            name: out.into(),
+            source_type: "test".into(),
+            op,
+            inputs,
+            outputs: vec![t],
+        });
+        t
+    }
+
+    const DEFAULT: RangeMethod = RangeMethod::Percentile(99.99);
+
+    #[test]
+    fn values_on_their_way_to_an_output_keep_their_largest() {
+        let mut g = Graph::default();
+        let x = g.add_tensor("x", Shape::new(1, 4, 2, 2));
+        g.inputs.push(x);
+        let cpu = || Op::CpuPartition(Arc::new(CpuPartition::default()));
+        let a = node(&mut g, Op::Flatten, vec![x], "a");
+        // `a` feeds a partition that writes a hidden value; `b` one that writes the output.
+        let hidden = node(&mut g, cpu(), vec![a], "hidden");
+        let b = node(&mut g, Op::Flatten, vec![hidden], "b");
+        let y = node(&mut g, cpu(), vec![b], "y");
+        let z = node(&mut g, Op::Flatten, vec![b], "z");
+        g.outputs = vec![y, z];
+        let m = range_methods(&g, DEFAULT);
+        let of = |t: crate::ir::TensorId| m[t.0];
+        assert_eq!(of(a), DEFAULT);
+        assert_eq!(of(hidden), DEFAULT);
+        // `b` is also read by a hardware node: it keeps the default.
+        assert_eq!(of(b), DEFAULT);
+        assert_eq!(of(y), RangeMethod::MaxAbs);
+        assert_eq!(of(z), RangeMethod::MaxAbs);
+        g.outputs = vec![y];
+        g.nodes.pop();
+        let m = range_methods(&g, DEFAULT);
+        assert_eq!(m[b.0], RangeMethod::MaxAbs);
+    }
 }

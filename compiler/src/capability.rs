@@ -11,7 +11,7 @@ use crate::ir::{Activation, Graph, Node, Op, PoolKind};
 use crate::target::Target;
 
 /// Largest channel count, height or width of a cube (13-bit size registers).
-const MAX_CUBE: usize = 8192;
+pub(crate) const MAX_CUBE: usize = 8192;
 
 /// Why the build `t` cannot compute node `n` of `g`, if it cannot.
 pub fn refusal(g: &Graph, n: &Node, t: &Target) -> Option<String> {

@@ -225,3 +225,102 @@ fn damaged_descriptors_give_errors_not_panics() {
     }
     eprintln!("400 damaged descriptors: {decoded} decoded, {ran} ran");
 }
+
+/// A sequence between CPU nodes multiplied by constant matrices (a recognizer's
+/// classifier over its steps, a transformer's projections): conv 1x1 (8 -> 16), its 24
+/// positions as rows (Reshape and Transpose: CPU), MatMul by 16x40, Softmax over the
+/// columns (CPU), the matrix transposed (CPU), Gemm with `transA` by 40x8200 plus a bias:
+/// 8 200 columns, more than a cube's 8 192 channels; the output as `1x24x8200x1`.
+fn sequence_model() -> Vec<u8> {
+    let mut rng = Rng(0x5e9_0e4c);
+    let mut w = |n: usize, s: f32| rng.vec(n, s);
+    let nodes = vec![
+        node("Conv", "c1", &["x", "w1", "b1"], &["c1"], vec![]),
+        node("Reshape", "flat", &["c1", "s1"], &["flat"], vec![]),
+        node(
+            "Transpose",
+            "rows",
+            &["flat"],
+            &["rows"],
+            vec![("perm", A::Is(vec![0, 2, 1]))],
+        ),
+        node("MatMul", "mm", &["rows", "w2"], &["mm"], vec![]),
+        node("Softmax", "sm", &["mm"], &["sm"], vec![("axis", A::I(-1))]),
+        node("Reshape", "sm2", &["sm", "s2"], &["sm2"], vec![]),
+        node(
+            "Transpose",
+            "cols",
+            &["sm2"],
+            &["cols"],
+            vec![("perm", A::Is(vec![1, 0]))],
+        ),
+        node(
+            "Gemm",
+            "fc",
+            &["cols", "w3", "b3"],
+            &["fc"],
+            vec![("transA", A::I(1))],
+        ),
+        node("Reshape", "y", &["fc", "s3"], &["y"], vec![]),
+    ];
+    let inits = vec![
+        tf("w1", &[16, 8, 1, 1], w(128, 0.4)),
+        tf("b1", &[16], w(16, 0.1)),
+        ti("s1", &[3], vec![1, 16, 24]),
+        tf("w2", &[16, 40], w(640, 0.5)),
+        ti("s2", &[2], vec![24, 40]),
+        tf("w3", &[40, 8200], w(40 * 8200, 2.0)),
+        tf("b3", &[8200], w(8200, 0.1)),
+        ti("s3", &[4], vec![1, 24, 8200, 1]),
+    ];
+    model_with(13, vec![vi("x", &[1, 8, 6, 4])], nodes, inits, &["y"])
+}
+
+fn load_sequence(config: &str, precision: Precision) -> nvdla_compiler::Result<Graph> {
+    let hw = nvdla_hw::Config::by_name(config).unwrap();
+    onnx::load(
+        &sequence_model(),
+        &onnx::Options {
+            cpu_fallback: true,
+            target: Some(Target::new(hw, precision).unwrap()),
+            ..Default::default()
+        },
+    )
+}
+
+#[test]
+fn products_over_a_sequence_run_on_the_hardware() {
+    let g = load_sequence("nv_full", Precision::Fp16).unwrap();
+    // Both products are 1x1 convolutions over the 24 rows as positions; the CPU keeps the
+    // layout changes and the softmax.
+    let convs: Vec<(String, usize)> = g
+        .nodes
+        .iter()
+        .filter(|n| matches!(n.op, Op::Conv(_)))
+        .map(|n| (n.name.clone(), g.shape(n.outputs[0]).c))
+        .collect();
+    assert_eq!(
+        convs,
+        vec![
+            ("c1".to_string(), 16),
+            ("mm".into(), 40),
+            ("fc/0".into(), 4100),
+            ("fc/1".into(), 4100)
+        ]
+    );
+    for ops in partitions(&g) {
+        assert!(!ops.iter().any(|o| o == "MatMul" || o == "Gemm"), "{ops:?}");
+    }
+    let mut rng = Rng(9);
+    let input = rng.vec(8 * 6 * 4, 1.0);
+    let (got, want) = run_fp16_opts(&g, "nv_full", &input, Extra::CPU_FALLBACK);
+    assert_eq!(got.len(), 24 * 8200);
+    let err = max_rel_err(&got, &want);
+    eprintln!("fp16 nv_full: max relative error {err:.2e}");
+    assert!(err <= 4e-3, "fp16: error {err}");
+    let g = load_sequence("nv_small", Precision::Int8).unwrap();
+    let (got, want) = run_int8_opts(&g, "nv_small", &input, true, Extra::CPU_FALLBACK);
+    let err = max_rel_err(&got, &want);
+    eprintln!("int8 nv_small: max relative error {err:.2e}");
+    assert!(err <= 0.04, "int8: error {err}");
+}

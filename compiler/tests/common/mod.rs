@@ -390,13 +390,14 @@ pub fn run_int8_scaled(
     let o = g.shape(g.outputs[0]);
     // The scale the compiler gave the output (pooling keeps its input's, for example).
     let out_scale = compiled.program.surface(compiled.program.outputs[0]).scale;
-    let got = from_surface_i8(
-        &out,
-        (o.c, o.h, o.w),
-        atom,
-        (to.strides[1] as usize, to.strides[2] as usize),
-        out_scale,
-    );
+    let (line, surf) = (to.strides[1] as usize, to.strides[2] as usize);
+    // An output only the CPU writes (a partition's) may stay fp16 in an int8 network.
+    let got = if to.data_type == nvdla_loadable::DataType::HALF {
+        let cpa = target.channels_per_atom_of(Precision::Fp16) as usize;
+        from_surface(&out, o.c, o.h, o.w, 2 * cpa, line, surf)
+    } else {
+        from_surface_i8(&out, (o.c, o.h, o.w), atom, (line, surf), out_scale)
+    };
     (got, want, compiled)
 }
 

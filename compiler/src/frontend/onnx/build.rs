@@ -728,7 +728,15 @@ impl Builder {
                 Err(refusal) => {
                     self.restore(snapshot);
                     cx.inputs = original;
-                    self.cpu_node(&cx, Some(refusal))?
+                    // A mapping that shares the node between the engines, else the CPU.
+                    let snapshot = self.snapshot();
+                    match ops::map_with_cpu(self, &cx) {
+                        Some(Ok(outs)) => outs,
+                        Some(Err(_)) | None => {
+                            self.restore(snapshot);
+                            self.cpu_node(&cx, Some(refusal))?
+                        }
+                    }
                 }
             }
         };

@@ -64,7 +64,8 @@ pub(crate) struct Snapshot {
     nodes: usize,
     tensors: usize,
     values: HashMap<String, Value>,
-    outputs: Vec<usize>,
+    /// Per partition: its nodes, inputs, constants and outputs.
+    partitions: Vec<[usize; 4]>,
     written: HashMap<TensorId, (usize, String)>,
 }
 
@@ -189,11 +190,18 @@ impl Builder {
             nodes: self.g.nodes.len(),
             tensors: self.g.tensors.len(),
             values: self.values.clone(),
-            outputs: self
+            partitions: self
                 .cpu
                 .partitions
                 .iter()
-                .map(|p| p.outputs.len())
+                .map(|p| {
+                    [
+                        p.nodes.len(),
+                        p.inputs.len(),
+                        p.consts.len(),
+                        p.outputs.len(),
+                    ]
+                })
                 .collect(),
             written: self.cpu.written.clone(),
         }
@@ -205,13 +213,24 @@ impl Builder {
         self.g.tensors.truncate(s.tensors);
         self.values = s.values;
         self.cpu.written = s.written;
-        for (p, n) in self.cpu.partitions.iter_mut().zip(s.outputs) {
-            p.outputs.truncate(n);
-            let keep: Vec<TensorId> = p.outputs.iter().map(|o| o.2).collect();
+        self.cpu.partitions.truncate(s.partitions.len());
+        for (p, [nodes, inputs, consts, outputs]) in
+            self.cpu.partitions.iter_mut().zip(s.partitions)
+        {
+            p.nodes.truncate(nodes);
+            p.inputs.truncate(inputs);
+            p.consts.truncate(consts);
+            p.outputs.truncate(outputs);
             if let Some(node) = self.g.nodes.get_mut(p.node) {
-                node.outputs = keep;
+                node.inputs = p.inputs.iter().map(|i| i.2).collect();
+                node.outputs = p.outputs.iter().map(|o| o.2).collect();
             }
         }
+    }
+
+    /// Value `name` in memory: written by its partition if it was computed on the CPU.
+    pub(crate) fn write_out(&mut self, label: &str, name: &str) -> Result<Act> {
+        self.materialize(label, name, false)
     }
 
     /// Has partition `part` write value `name` (computed on the CPU) to memory: it becomes

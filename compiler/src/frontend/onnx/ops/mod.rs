@@ -55,6 +55,16 @@ use transpose::transpose;
 pub(crate) use common::{consts, ints_param};
 pub(crate) use layout::layout_dims;
 
+/// Maps the node of `cx` partly to the CPU and partly to the hardware, for the operators
+/// that have such a mapping (`--cpu-fallback`, after [`map`] refused the node): `None`
+/// when the operator has none.
+pub(crate) fn map_with_cpu(b: &mut Builder, cx: &NodeCx<'_>) -> Option<Result<Vec<Value>>> {
+    match cx.op() {
+        "Gemm" | "MatMul" => Some(gemm::over_positions(b, cx)),
+        _ => None,
+    }
+}
+
 /// Maps the node of `cx`; returns the values of its outputs, in order.
 pub(crate) fn map(b: &mut Builder, cx: &NodeCx<'_>) -> Result<Vec<Value>> {
     let op = cx.op();
