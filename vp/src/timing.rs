@@ -813,15 +813,23 @@ pub(crate) fn work_of(
         // strip boundary once per strip (kernel - stride columns; measured on the
         // nv_small RTL with NVIDIA's split traces, docs/performance.md).
         extra += (strips - 1) * kernel.saturating_sub(stride) * h * padded(c, bytes);
-        // Each line of top padding costs a line of the input's width plus one, two
-        // fewer per strip boundary, where the geometry is known (measured on the nv_small
-        // RTL: kernels 3, 5 and 7 at stride 1 padded by 1 to 3 over 8-channel cubes of
-        // 13 to 32 columns, within 1 %; over 16 channels SPP's 5x5 pad 2 is +1 % and
-        // 7x7 pad 3 +8 %, docs/performance.md).
-        if cap.is_some() {
+        // Each line of top padding costs a line of the input's width plus one, two fewer
+        // per strip boundary, where the geometry is known: for every memory atom of
+        // channels, or once for a single line under a window of 3 lines or more; at a
+        // vertical stride of 2, nothing measurable (measured on the nv_small RTL,
+        // docs/performance.md: kernels 2 to 7 at stride 1 padded by 1 to 3 over 8 to 32
+        // channels and 13 to 32 columns; at stride 2, kernels 3 and 5 padded by 1 and 2
+        // cost 26 cycles whatever the width and channels; NVIDIA's 8x8 trace at stride 3
+        // padded by 6 pays as at stride 1).
+        if cap.is_some() && stride_h != 2 {
             use ids::pdp::D_POOLING_PADDING_CFG as P;
             let top = pdp.field(P, P::PAD_TOP) as usize;
-            extra += top * (w + 1).saturating_sub(2 * (strips - 1)) * padded(c, bytes);
+            let channels = if top == 1 && kernel_h >= 3 {
+                padded(1, bytes)
+            } else {
+                padded(c, bytes)
+            };
+            extra += top * (w + 1).saturating_sub(2 * (strips - 1)) * channels;
         }
         per(
             w * h * padded(c, bytes) + extra,
@@ -1113,5 +1121,47 @@ mod tests {
         m.advance_to(e1[0]);
         m.status_read(0xffff_ffff);
         assert_eq!(m.ops()[1].seen, Some(e1[0]));
+    }
+
+    /// The PDP's compute cycles for a `w x 9 x c` int8 pooling with a 3-line window at
+    /// vertical stride `stride_h`, padded by `top` lines at the top.
+    fn pdp_cycles(c: u32, w: u32, stride_h: u32, top: u32) -> u64 {
+        let cfg = HwConfig::new(nvdla_hw::Config::by_name("nv_small").unwrap());
+        let def = crate::regs::blocks(cfg.version())
+            .iter()
+            .find(|d| d.unit == Block::Pdp)
+            .unwrap();
+        let mut pdp = RegFile::new(cfg.version(), def);
+        use ids::pdp as r;
+        pdp.set_group(0, r::D_DATA_CUBE_IN_WIDTH, w - 1);
+        pdp.set_group(0, r::D_DATA_CUBE_IN_HEIGHT, 8);
+        pdp.set_group(0, r::D_DATA_CUBE_IN_CHANNEL, c - 1);
+        pdp.set_group(0, r::D_DATA_CUBE_OUT_WIDTH, w - 1);
+        // Kernel 3x3 (fields hold size - 1), horizontal stride 1.
+        pdp.set_group(0, r::D_POOLING_KERNEL_CFG, 0x202 | (stride_h - 1) << 20);
+        pdp.set_group(0, r::D_POOLING_PADDING_CFG, top << 4 | 1);
+        let files = BTreeMap::from([(Block::Pdp, pdp)]);
+        work_of(&cfg, &files, Block::Pdp, false)[0].1.compute_cycles
+    }
+
+    #[test]
+    fn pdp_top_padding_costs_as_on_the_rtl() {
+        let t = u64::from(nv_small().hw.throughput.pdp);
+        // Stride 1: a line of the width plus one per padding line, per atom of 8
+        // channels; a single line once (measured on the RTL: 136 cycles over 16 columns
+        // whatever the channels, 272 and 528 for two lines over 8 and 16 channels).
+        for c in [8, 16, 32] {
+            assert_eq!(
+                pdp_cycles(c, 16, 1, 1) - pdp_cycles(c, 16, 1, 0),
+                17 * 8 / t
+            );
+            assert_eq!(
+                pdp_cycles(c, 16, 1, 2) - pdp_cycles(c, 16, 1, 0),
+                2 * 17 * u64::from(c) / t
+            );
+            // Stride 2: nothing measurable (26 cycles on the RTL at any width).
+            assert_eq!(pdp_cycles(c, 24, 2, 2), pdp_cycles(c, 24, 2, 0));
+            assert!(pdp_cycles(c, 24, 3, 2) > pdp_cycles(c, 24, 3, 0));
+        }
     }
 }
