@@ -40,10 +40,9 @@ pub fn refusal(g: &Graph, n: &Node, t: &Target) -> Option<String> {
             ))
         }
         Op::Lrn { .. } if !f.cdp => Some(format!("{} has no CDP", t.hw.name)),
-        Op::Deconv(c) if c.window.stride != [1, 1] && !f.rubik => Some(format!(
-            "deconvolution with stride {}x{} needs RUBIK, which {} does not have",
-            c.window.stride[0], c.window.stride[1], t.hw.name
-        )),
+        Op::Deconv(c) if c.window.stride != [1, 1] && c.window.dilation != [1, 1] => {
+            Some("strided deconvolution with dilation".into())
+        }
         Op::Conv(c) => {
             let w = &c.window;
             if w.kernel.iter().any(|&k| k > 32) {

@@ -736,6 +736,82 @@ fn deconvolution_stride_2_with_rubik() {
 }
 
 #[test]
+fn deconvolution_stride_2_without_rubik() {
+    // nv_small has no RUBIK: the phases are interleaved by SDP copies through strided
+    // views. 12 channels over 4 lines copy per atom of channels (2 copies a phase, the
+    // phases being 5 lines with the kernel's overlap); 40 channels over 2 lines copy per
+    // line of the phases (3 copies a phase).
+    for (c, h, w, k) in [(8, 4, 5, 12), (6, 2, 7, 40)] {
+        let mut rng = Rng(16);
+        let (mut g, x) = graph(c, h, w);
+        let y = add_deconv(&mut g, &mut rng, "up", x, k, 4, 2, 1, 1);
+        finish(&mut g, y);
+        check_int8_on(
+            &g,
+            INT8_TOL,
+            "deconvolution 4x4 stride 2 pad 1",
+            &["nv_small"],
+        );
+    }
+}
+
+#[test]
+fn nearest_upsampling_without_rubik() {
+    // A depthwise deconvolution of ones as large as its stride (ONNX's nearest Resize and
+    // Upsample): on nv_small the input itself is copied into every phase, no convolution.
+    // Per atom of channels (16 channels over 3 lines; 20 over 6 at a factor 3), and per
+    // line (40 channels over 3 lines).
+    for (c, h, w, f) in [(16, 3, 5, 2), (20, 6, 4, 3), (40, 3, 5, 2)] {
+        let (mut g, x) = graph(c, h, w);
+        let op = Op::Deconv(Conv {
+            window: Window {
+                kernel: [f, f],
+                stride: [f, f],
+                pad: [0; 4],
+                dilation: [1, 1],
+            },
+            groups: c,
+            out_channels: c,
+            weight: Weights::new(vec![c, 1, f, f], vec![1.0; c * f * f]).unwrap(),
+            bias: None,
+        });
+        let y = add_node(&mut g, "up", op, &[x], Shape::new(1, c, h * f, w * f));
+        let r = add_node(
+            &mut g,
+            "relu",
+            Op::Activation(Activation::Relu { slope: 0.0 }),
+            &[y],
+            Shape::new(1, c, h * f, w * f),
+        );
+        finish(&mut g, r);
+        check_int8_on(&g, INT8_TOL, "nearest upsampling", &["nv_small"]);
+        let hw = nvdla_hw::Config::by_name("nv_small").unwrap();
+        let target =
+            nvdla_compiler::target::Target::new(hw, nvdla_compiler::target::Precision::Int8)
+                .unwrap();
+        let cal = nvdla_compiler::quant::Calibration::from_activations(
+            &nvdla_compiler::reference::run(&g, &[(g.inputs[0], vec![1.0; c * h * w])]).unwrap(),
+            nvdla_compiler::quant::RangeMethod::MaxAbs,
+        );
+        let quant = nvdla_compiler::lower::Quant {
+            cal: Some(&cal),
+            per_filter: false,
+            input_scale: 1.0,
+        };
+        let compiled = nvdla_compiler::compile_graph(
+            g.clone(),
+            &nvdla_compiler::Options::with_quant(target, &quant),
+        )
+        .unwrap();
+        // No convolution: f x f phases of copies.
+        assert_eq!(
+            compiled.program.count(nvdla_compiler::engine::Engine::Conv),
+            0
+        );
+    }
+}
+
+#[test]
 fn grouped_deconvolution_as_output() {
     let mut rng = Rng(14);
     let (mut g, x) = graph(16, 3, 3);

@@ -87,20 +87,28 @@ impl Lowering<'_> {
                 },
             );
         }
-        if !t.hw.features.rubik {
-            return Err(layer_err(
-                n,
-                format!(
-                    "deconvolution with stride {sy}x{sx} needs RUBIK, which {} does not have",
-                    t.hw.name
-                ),
-            ));
-        }
+        let rubik = t.hw.features.rubik;
         if dy != 1 || dx != 1 {
             return Err(layer_err(
                 n,
                 "strided deconvolution with dilation is not supported",
             ));
+        }
+        let name = &n.name;
+        // A nearest-neighbour upsampling (each input pixel repeated over its sy x sx
+        // block: a depthwise kernel of ones as large as the stride) without RUBIK: every
+        // phase is the input itself, so the copies read it directly.
+        let nearest = groups == cin
+            && k == cin
+            && [kh, kw] == [sy, sx]
+            && [pt, pl, pb, pr] == [0; 4]
+            && c.bias.is_none()
+            && c.weight.data.iter().all(|&v| v == 1.0)
+            && [out.h, out.w] == [s.h as usize * sy, s.w as usize * sx];
+        if !rubik && nearest {
+            let dst = self.output_surface(out_t);
+            let phases = vec![src; sy * sx];
+            return self.interleave(name, &phases, dst, [sy, sx]);
         }
         let (my, mx) = (kh.div_ceil(sy), kw.div_ceil(sx));
         let cpa = t.channels_per_atom() as usize;
@@ -143,7 +151,6 @@ impl Lowering<'_> {
                 }
             }
         }
-        let name = &n.name;
         let phase_s = self.surface_geometry(
             &format!("{name}#phases"),
             kk as u32,
@@ -186,14 +193,33 @@ impl Lowering<'_> {
         let mut full_s = full_s;
         full_s.scale = self.scale_of(out_t, false);
         let full_id = self.p.add_surface(full_s);
-        self.p.ops.push(HwOp {
-            layers: vec![n.name.clone()],
-            kind: HwOpKind::Rubik(RubikOp {
-                src: phase_id,
-                dst: full_id,
-                stride: [sy as u32, sx as u32],
-            }),
-        });
+        if rubik {
+            self.p.ops.push(HwOp {
+                layers: vec![n.name.clone()],
+                kind: HwOpKind::Rubik(RubikOp {
+                    src: phase_id,
+                    dst: full_id,
+                    stride: [sy as u32, sx as u32],
+                }),
+            });
+        } else {
+            let phases: Vec<SurfId> = (0..phases)
+                .map(|ph| {
+                    let v = self.channel_view(
+                        phase_id,
+                        (ph * kpad) as u32,
+                        k as u32,
+                        format!("{name}#phase{ph}"),
+                    );
+                    // Only the phase's rows and columns the result holds.
+                    let ps = &mut self.p.surfaces[v.0];
+                    ps.h = hp as u32;
+                    ps.w = wp as u32;
+                    v
+                })
+                .collect();
+            self.interleave(name, &phases, full_id, [sy, sx])?;
+        }
         // The output: a window of the full result at the padding's offset.
         let mut view = self.p.surface(full_id).clone();
         view.name = self.g.tensor(out_t).name.clone();
@@ -217,5 +243,115 @@ impl Lowering<'_> {
         }
         let dst = self.output_surface(out_t);
         self.sdp_copy(&n.name, format!("{name}#crop"), view_id, dst)
+    }
+
+    /// Interleaves the phases of a strided result without RUBIK: `phases[ry * sx + rx]`
+    /// (the result's channels over `hp x wp`) goes to lines `ry, ry + sy, ...` and columns
+    /// `rx, rx + sx, ...` of `full`. The SDP writes one memory atom per pixel and can skip
+    /// lines and surfaces but not pixels, so each copy reads the phase's columns as lines
+    /// of one pixel (`line_stride` one atom) and writes them `sx` atoms apart: one copy
+    /// per phase and line of the phase, or, when fewer, per phase and atom of channels
+    /// (the phase's lines then stand in for the surfaces: `surf_stride` the line stride,
+    /// `sy` lines apart in `full`). Bytes move unchanged in fp16; int8 is rescaled to
+    /// `full`'s scale as any SDP copy.
+    fn interleave(
+        &mut self,
+        layer: &str,
+        phases: &[SurfId],
+        full: SurfId,
+        [sy, sx]: [usize; 2],
+    ) -> Result<()> {
+        let t = *self.t;
+        let (atom, cpa) = (t.atom(), t.channels_per_atom());
+        let fs = self.p.surface(full).clone();
+        for (ph, &src) in phases.iter().enumerate() {
+            let (ry, rx) = ((ph / sx) as u32, (ph % sx) as u32);
+            let ps = self.p.surface(src).clone();
+            let (hp, wp, k) = (ps.h, ps.w, ps.c);
+            let groups = k.div_ceil(cpa);
+            let line = sy as u32 * fs.line_stride;
+            let pixel = sx as u32 * atom;
+            if groups < hp && self.p.channel_scales(src).is_none() {
+                for g in 0..groups {
+                    // Channels of one atom over every line: the lines as surfaces.
+                    let from = self.strided_view(
+                        src,
+                        format!("{layer}#p{ph}g{g}"),
+                        (g * cpa, 0, 0),
+                        (hp * cpa, wp, 1),
+                        (atom, ps.line_stride),
+                    );
+                    let to = self.strided_view(
+                        full,
+                        format!("{layer}#to{ph}g{g}"),
+                        (g * cpa, ry, rx),
+                        (hp * cpa, wp, 1),
+                        (pixel, line),
+                    );
+                    self.sdp_copy(layer, format!("{layer}#interleave{ph}g{g}"), from, to)?;
+                }
+            } else {
+                for q in 0..hp {
+                    let from = self.strided_view(
+                        src,
+                        format!("{layer}#p{ph}l{q}"),
+                        (0, q, 0),
+                        (k, wp, 1),
+                        (atom, ps.surf_stride),
+                    );
+                    let to = self.strided_view(
+                        full,
+                        format!("{layer}#to{ph}l{q}"),
+                        (0, q * sy as u32 + ry, rx),
+                        (k, wp, 1),
+                        (pixel, fs.surf_stride),
+                    );
+                    self.sdp_copy(layer, format!("{layer}#interleave{ph}l{q}"), from, to)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A view of `base` from channel `c0`, line `y`, column `x` (in `base`'s
+    /// coordinates) holding `c x h x w` with its own strides: what the SDP reads or
+    /// writes when its lines or surfaces are not the tensor's.
+    fn strided_view(
+        &mut self,
+        base: SurfId,
+        name: String,
+        (c0, y, x): (u32, u32, u32),
+        (c, h, w): (u32, u32, u32),
+        (line_stride, surf_stride): (u32, u32),
+    ) -> SurfId {
+        let bs = self.p.surface(base).clone();
+        let kind = match bs.kind {
+            SurfKind::View {
+                parent,
+                channel_offset,
+                x: px,
+                y: py,
+            } => SurfKind::View {
+                parent,
+                channel_offset: channel_offset + c0,
+                x: px + x,
+                y: py + y,
+            },
+            _ => SurfKind::View {
+                parent: base,
+                channel_offset: c0,
+                x,
+                y,
+            },
+        };
+        let mut v = bs;
+        v.name = name;
+        v.kind = kind;
+        (v.c, v.h, v.w) = (c, h, w);
+        (v.line_stride, v.surf_stride) = (line_stride, surf_stride);
+        v.size = (c.div_ceil(self.t.channels_per_atom()) - 1) * surf_stride
+            + (h - 1) * line_stride
+            + w * self.t.atom();
+        self.p.add_surface(v)
     }
 }
