@@ -767,8 +767,7 @@ fn nearest_upsampling_without_rubik() {
             window: Window {
                 kernel: [f, f],
                 stride: [f, f],
-                pad: [0; 4],
-                dilation: [1, 1],
+                ..Window::POINTWISE
             },
             groups: c,
             out_channels: c,
