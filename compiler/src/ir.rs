@@ -297,6 +297,14 @@ pub enum Op {
         /// Line and column steps (at least 1).
         step: [usize; 2],
     },
+    /// Padding by the border pixels (ONNX `Pad` in `edge` mode; a bilinear resize's
+    /// clamped neighbours): output pixel `(y, x)` is input pixel `(clamp(y - top),
+    /// clamp(x - left))`, each coordinate clamped to the input. Channels unchanged; one
+    /// input.
+    EdgePad {
+        /// `[top, left, bottom, right]`.
+        pads: [usize; 4],
+    },
     /// A layout-only reshape to `C*H*W x 1 x 1` per item (Caffe Flatten); data unchanged.
     Flatten,
     /// Output equals input (Dropout at inference, Identity, Split).
@@ -340,6 +348,7 @@ impl Op {
             Op::Softmax => "Softmax",
             Op::Lrn { .. } => "LRN",
             Op::Crop { .. } => "Crop",
+            Op::EdgePad { .. } => "EdgePad",
             Op::Flatten => "Flatten",
             Op::Identity => "Identity",
             Op::CpuUnary { .. } => "CpuUnary",

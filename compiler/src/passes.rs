@@ -623,6 +623,7 @@ fn attributes(op: &Op) -> String {
             "origin={}x{} step={}x{}",
             origin[0], origin[1], step[0], step[1]
         ),
+        Op::EdgePad { pads } => format!("edge pads={pads:?}"),
         Op::Concat | Op::Softmax | Op::Flatten | Op::Identity => String::new(),
     }
 }

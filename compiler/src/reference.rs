@@ -230,6 +230,7 @@ fn eval_node(
             lrn(x, xs, *size, *alpha, *beta, *k)?
         }
         Op::Crop { origin, step } => crop(x, xs, *origin, *step, ys)?,
+        Op::EdgePad { pads } => edge_pad(x, xs, *pads, ys)?,
         Op::Flatten => {
             let want = Shape::new(xs.n, xs.per_item(), 1, 1);
             if ys != want {
@@ -277,6 +278,22 @@ fn crop(
         for oy in 0..ys.h {
             let row = &plane[(origin[0] + oy * step[0]) * xs.w..][..xs.w];
             y.extend((0..ys.w).map(|ox| row[origin[1] + ox * step[1]]));
+        }
+    }
+    Ok(y)
+}
+
+/// [`Op::EdgePad`]: the border pixels repeated `pads` times (`[top, left, bottom, right]`).
+fn edge_pad(x: &[f32], xs: Shape, pads: [usize; 4], ys: Shape) -> Result<Vec<f32>, String> {
+    let [t, l, b, r] = pads;
+    if ys.n != xs.n || ys.c != xs.c || ys.h != xs.h + t + b || ys.w != xs.w + l + r {
+        return Err(format!("edge padding {xs} by {pads:?} does not give {ys}"));
+    }
+    let mut y = Vec::with_capacity(ys.elements());
+    for plane in x.chunks_exact(xs.h * xs.w) {
+        for oy in 0..ys.h {
+            let row = &plane[oy.saturating_sub(t).min(xs.h - 1) * xs.w..][..xs.w];
+            y.extend((0..ys.w).map(|ox| row[ox.saturating_sub(l).min(xs.w - 1)]));
         }
     }
     Ok(y)

@@ -811,6 +811,48 @@ fn nearest_upsampling_without_rubik() {
 }
 
 #[test]
+fn edge_padding() {
+    // SDP copies of the border columns and lines (ONNX Pad in edge mode, and the first
+    // step of a linear resize), between two convolutions.
+    let mut rng = Rng(17);
+    let (mut g, x) = graph(12, 5, 6);
+    let c = add_conv(
+        &mut g,
+        &mut rng,
+        "c1",
+        x,
+        12,
+        [1, 1],
+        [1, 1],
+        [0; 4],
+        [1, 1],
+        1,
+    );
+    let p = add_node(
+        &mut g,
+        "pad",
+        Op::EdgePad { pads: [2, 1, 1, 3] },
+        &[c],
+        Shape::new(1, 12, 8, 10),
+    );
+    let y = add_conv(
+        &mut g,
+        &mut rng,
+        "c2",
+        p,
+        8,
+        [3, 3],
+        [1, 1],
+        [0; 4],
+        [1, 1],
+        1,
+    );
+    finish(&mut g, y);
+    check(&g, CONV_TOL, "edge padding");
+    check_int8_on(&g, INT8_TOL, "edge padding", &["nv_small"]);
+}
+
+#[test]
 fn grouped_deconvolution_as_output() {
     let mut rng = Rng(14);
     let (mut g, x) = graph(16, 3, 3);

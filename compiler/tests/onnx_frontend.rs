@@ -523,11 +523,11 @@ fn upsample_and_resize_scales_in_every_form_become_a_deconvolution() {
             "r",
             &["x", "", "s"],
             &["y"],
-            vec![("mode", A::S("linear"))],
+            vec![("mode", A::S("cubic"))],
         )],
         vec![tf("s", &[4], vec![1.0, 1.0, 2.0, 2.0])],
     ));
-    assert!(e.contains("layer `r` (Resize): mode `linear`"), "{e}");
+    assert!(e.contains("layer `r` (Resize): mode `cubic`"), "{e}");
     let e = err(&model(
         13,
         &[1, 2, 3, 3],
@@ -541,6 +541,102 @@ fn upsample_and_resize_scales_in_every_form_become_a_deconvolution() {
         vec![tf("s", &[4], vec![1.0, 1.0, 2.0, 2.0])],
     ));
     assert!(e.contains("does not repeat every pixel"), "{e}");
+}
+
+/// ONNX Runtime's linear resize of one axis: the source coordinate clamped to the input,
+/// then the two neighbours weighted by the fraction.
+fn linear_1d(x: &[f32], o: usize, coord: impl Fn(usize) -> f64) -> Vec<f32> {
+    let n = x.len();
+    (0..o)
+        .map(|p| {
+            let c = coord(p).clamp(0.0, (n - 1) as f64);
+            let (i, f) = (c.floor() as usize, (c - c.floor()) as f32);
+            x[i] * (1.0 - f) + x[(i + 1).min(n - 1)] * f
+        })
+        .collect()
+}
+
+#[test]
+fn linear_resize_is_an_edge_padding_and_a_deconvolution() {
+    // Bilinear by 2 (half_pixel) and by 3x2 (asymmetric): ONNX Runtime's values, from an
+    // IR edge padding of one pixel and a depthwise deconvolution.
+    for (ctm, [fy, fx]) in [("half_pixel", [2usize, 2usize]), ("asymmetric", [3, 2])] {
+        let (h, w) = (3, 4);
+        let m = model(
+            13,
+            &[1, 2, h as i64, w as i64],
+            vec![node(
+                "Resize",
+                "r",
+                &["x", "", "s"],
+                &["y"],
+                vec![
+                    ("mode", A::S("linear")),
+                    ("coordinate_transformation_mode", A::S(ctm)),
+                ],
+            )],
+            vec![tf("s", &[4], vec![1.0, 1.0, fy as f32, fx as f32])],
+        );
+        let g = ok(&m);
+        assert!(
+            matches!(
+                ops(&g)[..],
+                [Op::EdgePad { pads: [1, 1, 1, 1] }, Op::Deconv(_)]
+            ),
+            "{:?}",
+            ops(&g)
+        );
+        let coord = |f: usize| {
+            move |p: usize| match ctm {
+                "half_pixel" => (p as f64 + 0.5) / f as f64 - 0.5,
+                _ => p as f64 / f as f64,
+            }
+        };
+        let x: Vec<f32> = seq(2 * h * w, 1.0).iter().map(|v| v * v).collect();
+        let mut want = Vec::new();
+        for plane in x.chunks(h * w) {
+            let rows: Vec<Vec<f32>> = plane
+                .chunks(w)
+                .map(|r| linear_1d(r, w * fx, coord(fx)))
+                .collect();
+            let mut out = vec![0.0; h * fy * w * fx];
+            for ox in 0..w * fx {
+                let col: Vec<f32> = rows.iter().map(|r| r[ox]).collect();
+                for (oy, v) in linear_1d(&col, h * fy, coord(fy)).into_iter().enumerate() {
+                    out[oy * w * fx + ox] = v;
+                }
+            }
+            want.extend(out);
+        }
+        assert_eq!(out_shape(&g), Shape::new(1, 2, h * fy, w * fx));
+        assert_close(&run(&g, &x), &want);
+    }
+}
+
+#[test]
+fn edge_padding_repeats_the_border_pixels() {
+    let m = model(
+        13,
+        &[1, 1, 2, 3],
+        vec![node(
+            "Pad",
+            "p",
+            &["x", "pads"],
+            &["y"],
+            vec![("mode", A::S("edge"))],
+        )],
+        vec![ti("pads", &[8], vec![0, 0, 1, 2, 0, 0, 0, 1])],
+    );
+    let g = ok(&m);
+    assert!(matches!(only(&g).op, Op::EdgePad { pads: [1, 2, 0, 1] }));
+    let x = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+    #[rustfmt::skip]
+    let want = [
+        1.0, 1.0, 1.0, 2.0, 3.0, 3.0,
+        1.0, 1.0, 1.0, 2.0, 3.0, 3.0,
+        4.0, 4.0, 4.0, 5.0, 6.0, 6.0,
+    ];
+    assert_eq!(run(&g, &x), want);
 }
 
 /// PyTorch's `x.view(x.size(0), -1)`: Shape -> Gather -> Unsqueeze -> Concat -> Reshape.

@@ -13,6 +13,7 @@ mod conv;
 mod cpu;
 mod crop;
 mod deconv;
+mod edge_pad;
 mod elementwise;
 pub mod image;
 mod lrn;
@@ -565,6 +566,7 @@ impl Lowering<'_> {
             Op::FullyConnected { weight, bias } => self.fully_connected(i, weight, bias.as_ref()),
             Op::Pool(p) => self.pool(n, p),
             Op::Crop { origin, step } => self.crop(n, *origin, *step),
+            Op::EdgePad { pads } => self.edge_pad(n, *pads),
             Op::Softmax => self.softmax(n),
             Op::Flatten | Op::Identity => {
                 let src = self.input(n, 0)?;

@@ -133,7 +133,7 @@ pub(crate) fn map(b: &mut Builder, cx: &NodeCx<'_>) -> Result<Vec<Value>> {
             let dims = layout_dims(cx, &a.dims)?;
             vec![Value::Act(Act { t: a.t, dims })]
         }
-        "Pad" => pad(cx)?,
+        "Pad" => pad(b, cx)?,
         "Upsample" | "Resize" => upsample(b, cx)?,
         "DepthToSpace" | "SpaceToDepth" => depth_space(b, cx)?,
         "Split" => split(b, cx)?,

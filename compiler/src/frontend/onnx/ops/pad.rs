@@ -1,12 +1,14 @@
-//! `Pad` (constant mode, spatial axes): a pending padding, folded into the following
-//! window (or made a padding convolution by the builder).
+//! `Pad` of the spatial axes: in constant mode a pending padding, folded into the
+//! following window (or made a padding convolution by the builder); in edge mode an IR
+//! `EdgePad` (SDP copies of the border pixels).
 
 use super::common::{input_value, ints_param, MAX_WINDOW};
 use crate::error::Result;
-use crate::frontend::onnx::build::{NodeCx, Value};
+use crate::frontend::onnx::build::{ir_shape, Act, Builder, NodeCx, Value};
 use crate::frontend::onnx::tensor::fmt_dims;
+use crate::ir::Op;
 
-pub(super) fn pad(cx: &NodeCx<'_>) -> Result<Vec<Value>> {
+pub(super) fn pad(b: &mut Builder, cx: &NodeCx<'_>) -> Result<Vec<Value>> {
     let (inner, pending, value0, dims) = match cx.input(0) {
         Some(Value::Padded {
             act,
@@ -22,11 +24,15 @@ pub(super) fn pad(cx: &NodeCx<'_>) -> Result<Vec<Value>> {
     };
     let r = dims.len();
     let mode = cx.string("mode")?.unwrap_or_else(|| "constant".into());
-    if mode != "constant" {
+    let edge = mode == "edge" && cx.opset >= 2;
+    if mode != "constant" && !edge {
         return Err(cx.err(format!(
             "mode `{mode}`: only constant padding (folded into a following Conv or pooling) \
-             is supported"
+             and edge padding are supported"
         )));
+    }
+    if edge && matches!(cx.input(0), Some(Value::Padded { .. })) {
+        return Err(cx.err("edge padding of a pending constant padding"));
     }
     let (pads, value) = if cx.opset < 11 {
         cx.arity(1, 1)?;
@@ -92,6 +98,26 @@ pub(super) fn pad(cx: &NodeCx<'_>) -> Result<Vec<Value>> {
              padded (folded into a following Conv or pooling)",
             fmt_dims(&dims)
         )));
+    }
+    if edge {
+        let mut pads = [0usize; 4];
+        let mut out = dims.clone();
+        for i in 0..spatial {
+            pads[i] = begin[2 + i] as usize;
+            pads[i + 2] = end[2 + i] as usize;
+            out[2 + i] += pads[i] + pads[i + 2];
+        }
+        let (t, _) = b.canonical(cx, 0)?;
+        let shape = ir_shape(&out).map_err(|e| cx.err(e))?;
+        let t = b.emit(
+            cx,
+            None,
+            Op::EdgePad { pads },
+            vec![t],
+            cx.out(0).into(),
+            shape,
+        );
+        return Ok(vec![Value::Act(Act { t, dims: out })]);
     }
     if value0.is_some_and(|v| v != value) {
         return Err(cx.err("two Pads with different values"));

@@ -1,5 +1,7 @@
-//! `Upsample` and `Resize`, nearest-neighbour by integer factors: a depthwise IR `Deconv`
-//! of ones.
+//! `Upsample` and `Resize` by integer factors: nearest-neighbour as a depthwise IR
+//! `Deconv` of ones; linear (bilinear) as an IR `EdgePad` of one pixel (the clamped
+//! neighbours at the borders) and a depthwise `Deconv` whose kernel holds each phase's two
+//! interpolation weights per axis.
 
 use super::common::MAX_WINDOW;
 use crate::error::Result;
@@ -7,18 +9,17 @@ use crate::frontend::onnx::build::{ir_shape, Act, Builder, NodeCx, Value};
 use crate::frontend::onnx::tensor::{self, fmt_dims, MAX_COMPUTED};
 use crate::ir::{Conv, Op, Weights, Window};
 
-/// The input index nearest-neighbour resizing reads for output `x` (ONNX `Resize`).
-fn nearest_source(
+/// The input coordinate output `x` maps to under `ctm` (ONNX `Resize`).
+fn source_coordinate(
     cx: &NodeCx<'_>,
     x: usize,
     input: usize,
     output: usize,
     scale: f64,
     ctm: &str,
-    nearest: &str,
-) -> Result<usize> {
+) -> Result<f64> {
     let xf = x as f64;
-    let orig = match ctm {
+    Ok(match ctm {
         "half_pixel" | "half_pixel_symmetric" => (xf + 0.5) / scale - 0.5,
         "pytorch_half_pixel" => {
             if output > 1 {
@@ -41,7 +42,20 @@ fn nearest_source(
                 "coordinate_transformation_mode `{other}` is not supported"
             )))
         }
-    };
+    })
+}
+
+/// The input index nearest-neighbour resizing reads for output `x` (ONNX `Resize`).
+fn nearest_source(
+    cx: &NodeCx<'_>,
+    x: usize,
+    input: usize,
+    output: usize,
+    scale: f64,
+    ctm: &str,
+    nearest: &str,
+) -> Result<usize> {
+    let orig = source_coordinate(cx, x, input, output, scale, ctm)?;
     let i = match nearest {
         "round_prefer_floor" => {
             if orig.fract() == 0.5 || orig.fract() == -0.5 {
@@ -72,10 +86,12 @@ pub(super) fn upsample(b: &mut Builder, cx: &NodeCx<'_>) -> Result<Vec<Value>> {
     let x = cx.act(0)?;
     let r = x.dims.len();
     let mode = cx.string("mode")?.unwrap_or_else(|| "nearest".into());
-    if mode != "nearest" {
+    // Upsample-7 calls its linear mode `bilinear` in some exporters.
+    let linear = matches!(mode.as_str(), "linear" | "bilinear");
+    if mode != "nearest" && !linear {
         return Err(cx.err(format!(
-            "mode `{mode}`: only nearest-neighbour resizing by integer factors maps to the IR \
-             (a deconvolution)"
+            "mode `{mode}`: only nearest-neighbour and linear resizing by integer factors map \
+             to the IR (a deconvolution)"
         )));
     }
     let floats = |k: usize, what: &str| -> Result<Option<Vec<f64>>> {
@@ -195,6 +211,8 @@ pub(super) fn upsample(b: &mut Builder, cx: &NodeCx<'_>) -> Result<Vec<Value>> {
     };
     let shape = ir_shape(&out).map_err(|e| cx.err(e))?;
     let mut factor = [1usize; 2];
+    // Linear: per axis, the deconvolution kernel of `3 * factor` taps (identity by default).
+    let mut taps = [vec![0.0, 1.0, 0.0], vec![0.0, 1.0, 0.0]];
     for i in 0..r - 2 {
         let (inp, o) = (x.dims[2 + i], out[2 + i]);
         if o.checked_rem(inp) != Some(0) || o == 0 {
@@ -206,6 +224,11 @@ pub(super) fn upsample(b: &mut Builder, cx: &NodeCx<'_>) -> Result<Vec<Value>> {
         let f = o / inp;
         if o > 1 << 20 {
             return Err(cx.err(format!("axis {}: output size {o} is too large", 2 + i)));
+        }
+        if linear {
+            taps[i] = linear_taps(cx, 2 + i, inp, o, f, scale[2 + i], &ctm)?;
+            factor[i] = f;
+            continue;
         }
         for p in 0..o {
             if nearest_source(cx, p, inp, o, scale[2 + i], &ctm, &nearest)? != p / f {
@@ -223,6 +246,9 @@ pub(super) fn upsample(b: &mut Builder, cx: &NodeCx<'_>) -> Result<Vec<Value>> {
     }
     let (t, _) = b.canonical(cx, 0)?;
     let c = x.dims[1];
+    if linear {
+        return linear_resize(b, cx, t, c, factor, &taps, shape, out);
+    }
     let n = tensor::count(&[c, factor[0], factor[1]], MAX_COMPUTED).map_err(|e| cx.err(e))?;
     b.spend(cx, n)?;
     let op = Op::Deconv(Conv {
@@ -239,5 +265,99 @@ pub(super) fn upsample(b: &mut Builder, cx: &NodeCx<'_>) -> Result<Vec<Value>> {
         bias: None,
     });
     let t = b.emit(cx, None, op, vec![t], cx.out(0).into(), shape);
+    Ok(vec![Value::Act(Act { t, dims: out })])
+}
+
+/// The `3 * f` deconvolution taps of a linear resize by `f` along axis `axis` (`inp` to
+/// `o`): output `f * i + r` reads input `i + d` (`d` in -1, 0, 1) with tap `r + f * (1 -
+/// d)`, over an input padded by one border pixel on each side (ONNX Runtime clamps the
+/// coordinate; with two taps a fraction away from the border, the clamped pixel is the
+/// same). Every output's source coordinate must be its phase's plus `i`.
+fn linear_taps(
+    cx: &NodeCx<'_>,
+    axis: usize,
+    inp: usize,
+    o: usize,
+    f: usize,
+    scale: f64,
+    ctm: &str,
+) -> Result<Vec<f32>> {
+    let mut taps = vec![0f32; 3 * f];
+    for r in 0..f.min(o) {
+        let c = source_coordinate(cx, r, inp, o, scale, ctm)?;
+        let lo = c.floor();
+        if !(-1.0..=0.0).contains(&lo) {
+            return Err(cx.err(format!(
+                "axis {axis}: output {r} reads input {c}: not a linear resize by {f} with \
+                 neighbours next to its pixel"
+            )));
+        }
+        let frac = (c - lo) as f32;
+        let d = lo as i64;
+        taps[(r as i64 + f as i64 * (1 - d)) as usize] += 1.0 - frac;
+        taps[(r as i64 + f as i64 * (1 - (d + 1))) as usize] += frac;
+    }
+    for p in 0..o {
+        let c = source_coordinate(cx, p, inp, o, scale, ctm)?;
+        let want = source_coordinate(cx, p % f, inp, o, scale, ctm)? + (p / f) as f64;
+        if (c - want).abs() > 1e-9 {
+            return Err(cx.err(format!(
+                "axis {axis}: this resize ({ctm}) does not repeat its phases every {f} \
+                 outputs, so it is not a deconvolution"
+            )));
+        }
+    }
+    Ok(taps)
+}
+
+/// A linear resize of `t` (`c` channels) by `factor`: the input padded by its border
+/// pixels, then a depthwise deconvolution of kernel `3 * factor` (the outer product of the
+/// axes' taps), stride `factor`, cropped by `2 * factor` on each side.
+#[allow(clippy::too_many_arguments)]
+fn linear_resize(
+    b: &mut Builder,
+    cx: &NodeCx<'_>,
+    t: crate::ir::TensorId,
+    c: usize,
+    factor: [usize; 2],
+    taps: &[Vec<f32>; 2],
+    shape: crate::ir::Shape,
+    out: Vec<usize>,
+) -> Result<Vec<Value>> {
+    let s = b.shape(t);
+    let padded = crate::ir::Shape::new(s.n, s.c, s.h + 2, s.w + 2);
+    let name = format!("{}/edge", cx.out(0));
+    let p = b.emit(
+        cx,
+        Some("edge"),
+        Op::EdgePad { pads: [1; 4] },
+        vec![t],
+        name,
+        padded,
+    );
+    let kernel = [taps[0].len(), taps[1].len()];
+    let per = kernel[0] * kernel[1];
+    let n = tensor::count(&[c, per], MAX_COMPUTED).map_err(|e| cx.err(e))?;
+    b.spend(cx, n)?;
+    let mut weight = Vec::with_capacity(n);
+    for _ in 0..c {
+        for &wy in &taps[0] {
+            weight.extend(taps[1].iter().map(|&wx| wy * wx));
+        }
+    }
+    let op = Op::Deconv(Conv {
+        window: Window {
+            kernel,
+            stride: factor,
+            pad: [2 * factor[0], 2 * factor[1], 2 * factor[0], 2 * factor[1]],
+            dilation: [1, 1],
+        },
+        groups: c,
+        out_channels: c,
+        weight: Weights::new(vec![c, 1, kernel[0], kernel[1]], weight)
+            .ok_or_else(|| cx.err("weight size"))?,
+        bias: None,
+    });
+    let t = b.emit(cx, None, op, vec![p], cx.out(0).into(), shape);
     Ok(vec![Value::Act(Act { t, dims: out })])
 }
