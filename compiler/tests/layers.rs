@@ -853,6 +853,44 @@ fn edge_padding() {
 }
 
 #[test]
+fn bilinear_upsampling() {
+    // A linear resize by 2 (half_pixel) as the ONNX front end builds it: an edge padding
+    // of one pixel, then a depthwise deconvolution whose 6x6 kernel is the outer product
+    // of the taps [0, 1/4, 3/4, 3/4, 1/4, 0], stride 2, cropped by 4. 40 channels: the
+    // phases run per part of the groups (3x3 phase kernels).
+    let taps = [0.0, 0.25, 0.75, 0.75, 0.25, 0.0];
+    let (c, h, w) = (40, 4, 5);
+    let (mut g, x) = graph(c, h, w);
+    let p = add_node(
+        &mut g,
+        "edge",
+        Op::EdgePad { pads: [1; 4] },
+        &[x],
+        Shape::new(1, c, h + 2, w + 2),
+    );
+    let kernel: Vec<f32> = taps
+        .iter()
+        .flat_map(|a| taps.iter().map(move |b| a * b))
+        .collect();
+    let op = Op::Deconv(Conv {
+        window: Window {
+            kernel: [6, 6],
+            stride: [2, 2],
+            pad: [4; 4],
+            dilation: [1, 1],
+        },
+        groups: c,
+        out_channels: c,
+        weight: Weights::new(vec![c, 1, 6, 6], kernel.repeat(c)).unwrap(),
+        bias: None,
+    });
+    let y = add_node(&mut g, "up", op, &[p], Shape::new(1, c, 2 * h, 2 * w));
+    finish(&mut g, y);
+    check(&g, CONV_TOL, "bilinear upsampling");
+    check_int8_on(&g, INT8_TOL, "bilinear upsampling", &["nv_small"]);
+}
+
+#[test]
 fn grouped_deconvolution_as_output() {
     let mut rng = Rng(14);
     let (mut g, x) = graph(16, 3, 3);

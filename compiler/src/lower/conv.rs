@@ -75,7 +75,7 @@ impl Lowering<'_> {
     /// groups with `q * cpg` and `q * kpg` such multiples; parts are made larger so that a
     /// layer takes at most [`MAX_GROUP_PARTS`] operations (the firmware runs 1 024 per
     /// task). Split when that leaves at least two parts.
-    fn group_chunk(&self, groups: usize, cpg: usize, kpg: usize) -> Option<usize> {
+    pub(super) fn group_chunk(&self, groups: usize, cpg: usize, kpg: usize) -> Option<usize> {
         if groups < 2 {
             return None;
         }
