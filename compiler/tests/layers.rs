@@ -784,24 +784,9 @@ fn nearest_upsampling_without_rubik() {
         );
         finish(&mut g, r);
         check_int8_on(&g, INT8_TOL, "nearest upsampling", &["nv_small"]);
-        let hw = nvdla_hw::Config::by_name("nv_small").unwrap();
-        let target =
-            nvdla_compiler::target::Target::new(hw, nvdla_compiler::target::Precision::Int8)
-                .unwrap();
-        let cal = nvdla_compiler::quant::Calibration::from_activations(
-            &nvdla_compiler::reference::run(&g, &[(g.inputs[0], vec![1.0; c * h * w])]).unwrap(),
-            nvdla_compiler::quant::RangeMethod::MaxAbs,
-        );
-        let quant = nvdla_compiler::lower::Quant {
-            cal: Some(&cal),
-            per_filter: false,
-            input_scale: 1.0,
-        };
-        let compiled = nvdla_compiler::compile_graph(
-            g.clone(),
-            &nvdla_compiler::Options::with_quant(target, &quant),
-        )
-        .unwrap();
+        let input = vec![1.0; c * h * w];
+        let (_, _, compiled) =
+            run_int8_scaled(&g, "nv_small", &input, false, Extra::default(), false);
         // No convolution: f x f phases of copies.
         assert_eq!(
             compiled.program.count(nvdla_compiler::engine::Engine::Conv),
