@@ -882,6 +882,10 @@ fn mac_group(
 #[path = "arith_avx2.rs"]
 mod arith_avx2;
 
+#[path = "arith_columns.rs"]
+mod arith_columns;
+pub use arith_columns::WeightColumns;
+
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 #[path = "arith_avx512.rs"]
 mod arith_avx512;
@@ -1590,6 +1594,66 @@ mod tests {
                 check_fast(&few, &dense, &filler);
             }
         }
+    }
+
+    #[test]
+    fn columns_match_the_block_kernel() {
+        // Layers of 1 to SPARSE_LANES channels: every (data block, kernel) of the columns
+        // against the Booth path, over kernel runs starting anywhere (a convolution's
+        // chunks of kernels), with zero and NaN-free extreme lanes on both sides.
+        let mut r = Rng(0xc01);
+        let mut shifts = [0u32; 4];
+        for it in 0..400 {
+            let channels = 1 + it % SPARSE_LANES;
+            let (lanes, kernels, ops) = (64, 1 + r.below(40) as usize, 1 + it % 3);
+            let (cd, cw) = (r.below(32), r.below(32));
+            let f16 = |r: &mut Rng, centre| loop {
+                let h = random_f16(r, centre);
+                if !f16_is_nan(h) {
+                    return h;
+                }
+            };
+            let mut wb = Blocks::new(lanes);
+            let mut wh = Vec::new();
+            for _ in 0..kernels * ops {
+                let w: Vec<u16> = (0..channels).map(|_| f16(&mut r, cw)).collect();
+                wb.push_block(&w);
+                wh.push(w);
+            }
+            let cols = WeightColumns::new(&wb, kernels, ops, channels).expect("few channels");
+            let mut db = Blocks::new(lanes);
+            let dh: Vec<Vec<u16>> = (0..ops)
+                .map(|_| (0..channels).map(|_| f16(&mut r, cd)).collect())
+                .collect();
+            dh.iter().for_each(|d| db.push_block(d));
+            let start = r.below(kernels as u32) as usize;
+            let ks = start..kernels;
+            let (mut exps, mut sums) = (vec![0u8; ks.len() * ops], vec![0i64; ks.len() * ops]);
+            for (op, d) in dh.iter().enumerate() {
+                assert!(cols.mac(&db, op, op, ks.clone(), (ops, op), (&mut exps, &mut sums)));
+                for k in ks.clone() {
+                    let want = mac_f16(&lanes_of(d), &lanes_of(&wh[k * ops + op]));
+                    let at = (k - start) * ops + op;
+                    let got = MacF16::from_sum(exps[at], sums[at]);
+                    assert_eq!(got, want, "{d:04x?} {:04x?}", wh[k * ops + op]);
+                    let (dl, wl) = (lanes_of(d), lanes_of(&wh[k * ops + op]));
+                    for i in (0..channels).filter(|&i| dl.act[i] & wl.act[i] == 1) {
+                        let sh = want.exp as u32 / 4 - dl.coarse[i] - wl.coarse[i];
+                        shifts[(sh as usize).min(3)] += 1;
+                    }
+                }
+            }
+        }
+        // Every alignment class was exercised.
+        assert!(shifts.iter().all(|&c| c > 1_000), "{shifts:?}");
+        // A data block with a lane beyond the columns' channels is not theirs.
+        let mut wb = Blocks::new(64);
+        wb.push_block(&[0x3c00, 0x3c00]);
+        let cols = WeightColumns::new(&wb, 1, 1, 2).expect("two channels");
+        let mut db = Blocks::new(64);
+        db.push_block(&[0x3c00, 0, 0x3c00]);
+        let (mut e, mut s) = ([0u8], [0i64]);
+        assert!(!cols.mac(&db, 0, 0, 0..1, (1, 0), (&mut e, &mut s)));
     }
 
     #[test]

@@ -12,7 +12,9 @@
 //! the inner loop is a contiguous multiply-add that LLVM vectorises. fp16 follows the
 //! operation order exactly through [`super::arith`].
 
-use super::arith::{acc48_add, block_nan, cacc_int_out, Blocks, Deferred, Fp48, MacF16};
+use super::arith::{
+    acc48_add, block_nan, cacc_int_out, Blocks, Deferred, Fp48, MacF16, WeightColumns,
+};
 use super::cdma::{InputCube, Weights};
 use crate::engines::{check_cube, par_ranges, EngineError, Precision};
 
@@ -352,6 +354,9 @@ fn conv_fp16(
         }
     }
     let any_wnan = wnan.iter().any(Option::is_some);
+    // Layers of few channels: the weights as columns over the kernels, so that a data
+    // block meets many kernels at once.
+    let columns = WeightColumns::new(&wblocks, g.k, nops, g.in_c);
     // Direct convolution: the data block of an operation is one channel block at one
     // input position, so the padded input is decoded once into blocks per
     // (position, channel block) and operations refer to them by index. Image input
@@ -402,6 +407,7 @@ fn conv_fp16(
             let kchunk = (chunk_blocks / nops.max(1)).max(1);
             let mut deferred = Deferred::default();
             let (mut exps, mut sums) = (Vec::new(), Vec::new());
+            let mut done: Vec<bool> = Vec::with_capacity(nops);
             // The blocks of a chunk of kernels at one output position first, with the
             // lanes that need the Booth multiplier deferred and resolved together; then
             // each kernel's accumulation in CACC order.
@@ -409,13 +415,32 @@ fn conv_fp16(
                 |src: &Blocks, idx: &[usize], ks: std::ops::Range<usize>, out: &mut [u32]| {
                     exps.clear();
                     sums.clear();
+                    exps.resize(ks.len() * nops, 0);
+                    sums.resize(ks.len() * nops, 0);
+                    // Operations whose data block the weight columns took, for every
+                    // kernel of the chunk at once.
+                    done.clear();
+                    done.extend(idx.iter().enumerate().map(|(oi, &i)| {
+                        columns.as_ref().is_some_and(|cols| {
+                            let at = (nops, oi);
+                            cols.mac(src, i, oi, ks.clone(), at, (&mut exps, &mut sums))
+                        })
+                    }));
                     for k in ks.clone() {
                         for (oi, &i) in idx.iter().enumerate() {
-                            let owner = sums.len() as u32;
-                            let (e, s) =
-                                src.mac_deferred(i, &wblocks, k * nops + oi, owner, &mut deferred);
-                            exps.push(e);
-                            sums.push(s);
+                            if done[oi] {
+                                continue;
+                            }
+                            let slot = (k - ks.start) * nops + oi;
+                            let (e, s) = src.mac_deferred(
+                                i,
+                                &wblocks,
+                                k * nops + oi,
+                                slot as u32,
+                                &mut deferred,
+                            );
+                            exps[slot] = e;
+                            sums[slot] = s;
                         }
                     }
                     deferred.resolve(&mut sums);
