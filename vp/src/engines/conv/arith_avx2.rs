@@ -253,11 +253,15 @@ fn slow_lanes(lanes: [&[i16]; 4], base: usize, max: i16, slow: [u64; 2], t8: &[u
     total
 }
 
-/// Lanes whose aligned products are left for the Booth multiplier, eight at a time
-/// ([`booth8`]): each with its signed mantissas, its shift and the block it belongs to.
+/// Lanes whose aligned products are left for the Booth multiplier: each with its signed
+/// mantissas, its shift and the block it belongs to. Those aligned by 16 bits or fewer
+/// (`near`) take the floor of the exact product less the carry [`booth_carries`] finds,
+/// thirty-two at a time; the others (`far`) the whole multiplier, eight at a time
+/// ([`booth8`]).
 #[derive(Debug, Default, Clone)]
 pub struct Deferred {
-    lanes: Vec<DeferredLane>,
+    near: Vec<DeferredLane>,
+    far: Vec<DeferredLane>,
 }
 
 /// One deferred lane: signed mantissas, shift and owning block.
@@ -272,14 +276,20 @@ struct DeferredLane {
 impl Deferred {
     /// Forgets every lane.
     pub fn clear(&mut self) {
-        self.lanes.clear();
+        self.near.clear();
+        self.far.clear();
     }
 
     /// Defers one lane: signed mantissas `d`, `w`, shifted by `shift` bits, of block
     /// `owner`.
     #[inline]
     pub(super) fn push_lane(&mut self, owner: u32, d: i16, w: i16, shift: i16) {
-        self.lanes.push(DeferredLane { owner, d, w, shift });
+        let lane = DeferredLane { owner, d, w, shift };
+        if shift <= 16 {
+            self.near.push(lane);
+        } else {
+            self.far.push(lane);
+        }
     }
 
     fn push_lanes(
@@ -298,7 +308,30 @@ impl Deferred {
 
     /// Adds each lane's aligned product to `sums[owner]`, then forgets the lanes.
     pub fn resolve(&mut self, sums: &mut [i64]) {
-        for chunk in self.lanes.chunks(8) {
+        let wide = super::arith_avx512::available();
+        for chunk in self.near.chunks(CARRY_LANES) {
+            // Padding lanes: zero products.
+            let (mut d, mut w, mut s) = ([0i16; CARRY_LANES], [0i16; CARRY_LANES], [16u16; 32]);
+            for (j, l) in chunk.iter().enumerate() {
+                (d[j], w[j], s[j]) = (l.d, l.w, l.shift as u16);
+            }
+            // SAFETY: lanes are deferred only by the AVX2 and AVX-512 kernels'
+            // `mac_block_deferred`, which run only on CPUs with AVX2 (`Blocks::new`); the
+            // AVX-512 version runs where `arith_avx512::available()` found AVX-512 F and BW.
+            #[allow(unsafe_code)]
+            let carry = unsafe {
+                if wide {
+                    carries_avx512(&d, &w, &s)
+                } else {
+                    carries_avx2(&d, &w, &s)
+                }
+            };
+            for (j, l) in chunk.iter().enumerate() {
+                let floor = (i32::from(l.d) * i32::from(l.w)) >> l.shift;
+                sums[l.owner as usize] += i64::from(floor - i32::from(carry[j]));
+            }
+        }
+        for chunk in self.far.chunks(8) {
             // Padding lanes: shifted out entirely (product 0).
             let (mut d, mut w, mut s) = ([0i32; 8], [0i32; 8], [32i32; 8]);
             for (j, l) in chunk.iter().enumerate() {
@@ -314,6 +347,88 @@ impl Deferred {
         }
         self.clear();
     }
+}
+
+/// Lanes of [`booth_carries`].
+const CARRY_LANES: usize = 32;
+
+/// [`booth_carries`] compiled for AVX2.
+#[target_feature(enable = "avx2")]
+fn carries_avx2(d: &[i16; 32], w: &[i16; 32], s: &[u16; 32]) -> [u16; 32] {
+    booth_carries(d, w, s)
+}
+
+/// [`booth_carries`] compiled for AVX-512.
+#[target_feature(enable = "avx512f,avx512bw")]
+fn carries_avx512(d: &[i16; 32], w: &[i16; 32], s: &[u16; 32]) -> [u16; 32] {
+    booth_carries(d, w, s)
+}
+
+/// For lanes of signed mantissas `d`, `w` (|v| < 2^14) aligned by `s` bits (at most 16):
+/// 1 where the Booth multiplier gives one less than the floor of the aligned product.
+///
+/// The multiplier adds its partial products in carry-save form and shifts the two
+/// resulting vectors right separately ([`super::booth_product`]); up to 16 bits that
+/// loses exactly the carry out of their low `s` bits: the result is
+/// `(d·w >> s) − [(p0 mod 2^s) + (p1 mod 2^s) ≥ 2^s]` (checked over every 14-bit
+/// magnitude pair, both signs, shifts 4 to 16; not so from 20 bits, where the sign
+/// compensation reaches the kept bits). The low 16 bits of the vectors depend only on
+/// the low 16 bits of the partial products, so the tree runs in 16-bit lanes (written
+/// as array loops that vectorise).
+#[inline(always)]
+fn booth_carries(d: &[i16; 32], w: &[i16; 32], s: &[u16; 32]) -> [u16; 32] {
+    const N: usize = CARRY_LANES;
+    let (mut da, mut wm) = ([0u16; N], [0i16; N]);
+    for j in 0..N {
+        let neg = ((d[j] ^ w[j]) >> 15) as u16;
+        da[j] = d[j].unsigned_abs();
+        // The multiplier's bits, shifted left once, complemented for a negative product;
+        // bit 16 (row 7's top bit) equals bit 15, which the arithmetic shift repeats.
+        wm[j] = ((w[j].unsigned_abs() << 1) ^ neg) as i16;
+    }
+    let (mut rows, mut inv) = ([[0u16; N]; 8], [[0u16; N]; 8]);
+    for i in 0..8 {
+        for j in 0..N {
+            let t = (wm[j] >> (2 * i)) as u16;
+            let (b0, b1, b2) = (t & 1, (t >> 1) & 1, (t >> 2) & 1);
+            let mag1 = b1 ^ b0;
+            let mag2 = (mag1 ^ 1) & (b2 ^ b1);
+            let neg = b2 & !(b1 & b0);
+            let v = (da[j] & mag1.wrapping_neg()) | ((da[j] << 1) & mag2.wrapping_neg());
+            rows[i][j] = v ^ neg.wrapping_neg();
+            inv[i][j] = neg;
+        }
+    }
+    let csa = |a: u16, b: u16, c: u16| (a ^ b ^ c, ((a & b) | (b & c) | (a & c)) << 1);
+    let csa5 = |v: [u16; 5]| {
+        let (s, c) = csa(v[0], v[1], v[2]);
+        let (s, c) = csa(s, c, v[3]);
+        csa(s, c, v[4])
+    };
+    let mut out = [0u16; N];
+    for j in 0..N {
+        let (r, v) = (|i: usize| rows[i][j], |i: usize| inv[i][j]);
+        let (a0, a1) = csa5([
+            r(0),
+            (r(1) << 2) | v(0),
+            (r(2) << 4) | (v(1) << 2),
+            (r(3) << 6) | (v(2) << 4),
+            v(3) << 6,
+        ]);
+        let (b0, b1) = csa5([
+            r(4) << 8,
+            (r(5) << 10) | (v(4) << 8),
+            (r(6) << 12) | (v(5) << 10),
+            (r(7) << 14) | (v(6) << 12),
+            v(7) << 14,
+        ]);
+        let (x, c) = csa(a0, a1, b0);
+        let (p0, p1) = csa(x, c, b1);
+        let m = ((1u32 << s[j]) - 1) as u16;
+        let (a, b) = (p0 & m, p1 & m);
+        out[j] = u16::from(a > m - b);
+    }
+    out
 }
 
 /// Eight 32-bit lanes from a slice of eight.
