@@ -1089,41 +1089,39 @@ impl Fp48 {
     /// shifts out a set bit, an overflow's one-bit shift drops a zero and nothing rounds.
     /// The result is then the exact sum, normalised.
     pub fn sum_exact(exps: &[u8], sums: &[i64]) -> Option<Fp48> {
-        let blocks = || {
-            exps.iter()
-                .zip(sums)
-                .map(|(&e, &s)| MacF16::from_sum(e, s))
-                .filter(|m| m.mant != 0)
-        };
-        let mut lo = i32::MAX;
-        for m in blocks() {
-            if m.exp == 0x3f {
-                return None;
+        // The lowest exponent of a nonzero result (a NaN marker: no exact sum).
+        let mut emin = u8::MAX;
+        for (&e, &s) in exps.iter().zip(sums) {
+            if sext(s as u64, 38) != 0 {
+                if e == 0x3f {
+                    return None;
+                }
+                emin = emin.min(e);
             }
-            lo = lo.min(i32::from(m.exp) + 51 + m.mant.trailing_zeros() as i32);
         }
-        if lo == i32::MAX {
+        if emin == u8::MAX {
             return Some(Fp48::default());
         }
-        let (mut total, mut magnitude) = (0i64, 0u64);
-        for m in blocks() {
-            // In units of 2^lo (a right shift only drops zeros: `lo` counts them).
-            let shift = i32::from(m.exp) + 51 - lo;
-            let bits = 64 - m.mant.unsigned_abs().leading_zeros() as i32;
-            if shift + bits > 37 {
-                return None;
+        // In units of 2^(emin + 51): exponents below the NaN marker and 38-bit mantissas
+        // stay within 101 bits. `lo` above is `emin + 51` plus the trailing zeros of the
+        // OR of the magnitudes.
+        let (mut total, mut magnitude, mut ones) = (0i128, 0u128, 0u128);
+        for (&e, &s) in exps.iter().zip(sums) {
+            let m = sext(s as u64, 38);
+            if m != 0 {
+                let v = i128::from(m) << (e - emin);
+                total += v;
+                magnitude += v.unsigned_abs();
+                ones |= v.unsigned_abs();
             }
-            let (v, a) = if shift >= 0 {
-                (m.mant << shift, m.mant.unsigned_abs() << shift)
-            } else {
-                (m.mant >> -shift, m.mant.unsigned_abs() >> -shift)
-            };
-            total += v;
-            magnitude += a;
         }
-        if magnitude >= 1 << 37 {
+        let zeros = ones.trailing_zeros();
+        let lo = i32::from(emin) + 51 + zeros as i32;
+        // Every result and the sum of their magnitudes below 2^(lo + 37).
+        if magnitude >> zeros >= 1 << 37 {
             return None;
         }
+        let total = (total >> zeros) as i64;
         if total == 0 {
             return Some(Fp48::default());
         }
