@@ -217,9 +217,9 @@ typedef struct {
    */
   int per_filter;
   /**
-   * Non-zero: optimize for cycles on the accelerator (`-O`: Winograd convolution and
-   * image-mode input where the build has them); outputs stay within the precision's
-   * tolerance.
+   * Non-zero: optimize for cycles on the accelerator (`-O`: Winograd convolution,
+   * image-mode input and compressed weights where the build has them); outputs stay
+   * within the precision's tolerance.
    */
   int optimize;
   /**

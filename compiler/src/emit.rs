@@ -784,7 +784,7 @@ impl Ctx<'_> {
                         pixel_mapping: 0,
                         fetch_grain: 1,
                         batch: 1,
-                        weight_format: 0,
+                        weight_format: u8::from(c.compressed.is_some()),
                         data_bank: c.data_banks as u8,
                         weight_bank: c.weight_banks as u8,
                         release: c.winograd.map_or(p.surface(c.src).h, |g| g.ext[1]) as u16,
@@ -824,7 +824,11 @@ impl Ctx<'_> {
                     };
                     let mut weight =
                         self.blob_cube(c.weights, kernel[0].into(), kernel[1].into(), kc.into());
-                    weight.size = conv_weight_bytes(t, c.kernels, c.bytes_per_kernel);
+                    // Compressed: the stored elements, already whole 128-byte units.
+                    if c.compressed.is_none() {
+                        weight.size = conv_weight_bytes(t, c.kernels, c.bytes_per_kernel);
+                    }
+                    let side = |b: BlobId| self.blob_cube(b, 0, 0, 0);
                     let mut dst = self.cube(c.sdp.dst).0;
                     dst.mem_type = dla::MemType::Hw.raw().into();
                     dst.address = -1;
@@ -837,6 +841,8 @@ impl Ctx<'_> {
                     let _ = dst_s;
                     let surf = dla::ConvSurfaceDesc {
                         weight_data: weight,
+                        wmb_data: c.compressed.map_or_else(Default::default, |x| side(x.wmb)),
+                        wgs_data: c.compressed.map_or_else(Default::default, |x| side(x.wgs)),
                         src_data: src,
                         dst_data: dst,
                         ..Default::default()

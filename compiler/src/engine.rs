@@ -213,8 +213,20 @@ pub struct ConvOp {
     pub winograd: Option<Winograd>,
     /// Image-mode input (`None`: feature input).
     pub image: Option<crate::lower::image::ImageConv>,
+    /// Sparse-compressed weights (`weights` then holds the stored elements;
+    /// [`crate::compress`]).
+    pub compressed: Option<CompressedWeights>,
     /// The SDP operation fed on the fly.
     pub sdp: SdpOp,
+}
+
+/// The side surfaces of compressed weights ([`crate::compress`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompressedWeights {
+    /// One mask bit per weight element.
+    pub wmb: BlobId,
+    /// Stored bytes per kernel group.
+    pub wgs: BlobId,
 }
 
 /// What a Winograd convolution (F(2x2, 3x3), nv_full; docs/research/winograd.md) programs

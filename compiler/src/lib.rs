@@ -10,6 +10,7 @@
 pub mod calibrate;
 pub mod capability;
 pub mod compare;
+pub mod compress;
 pub mod dump;
 pub mod emit;
 pub mod engine;
@@ -84,6 +85,9 @@ pub(crate) fn compile_calibrated(
         image_input: opts.image_input,
     };
     let mut program = lower::lower_with(&graph, target, &quant, settings)?;
+    if opts.compress_weights {
+        compress::weights(&mut program, target);
+    }
     plan::plan(&mut program, target, !opts.keep_activations, opts.cvsram);
     let spec = emit::emit(&program, target)?;
     let loadable = spec.build();

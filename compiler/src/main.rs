@@ -50,6 +50,12 @@ struct Args {
     /// int8 the input tiles lose two bits (PRA_TRUNCATE 2).
     #[arg(long)]
     winograd: bool,
+    /// Store convolution weights sparse-compressed where the build has it (nv_full) and
+    /// it saves a quarter of their bytes: non-zero elements, a mask bit per element and
+    /// a size per kernel group. Grouped, depthwise and pruned layers shrink; results are
+    /// the same.
+    #[arg(long = "compress-weights")]
+    compress_weights: bool,
     /// Place activations in on-chip CV-SRAM up to SIZE bytes (suffix K or M for KiB or
     /// MiB, e.g. 4M), on builds with a secondary memory interface (nv_full): what fits
     /// for its lifetime moves through CVIF instead of DRAM. Runs on devices that allocate
@@ -288,6 +294,7 @@ fn run(a: &Args) -> Result<(), CompileError> {
     opts.channel_scales = a.activation_scales == "per-channel";
     opts.winograd = a.winograd;
     opts.image_input = a.image_input;
+    opts.compress_weights = a.compress_weights;
     opts.cvsram = a.cvsram.unwrap_or(0);
     if a.optimize {
         opts.optimize();

@@ -87,17 +87,23 @@ pub struct Options {
     /// ([`crate::plan`]). The loadable then needs a device that allocates CV-SRAM (the
     /// built-in virtual platform).
     pub cvsram: u64,
+    /// Convolution weights sparse-compressed where the build has it (nv_full) and it
+    /// saves a quarter of their bytes or more (`--compress-weights`, part of `-O`;
+    /// [`crate::compress`]): the same results from less weight memory and traffic.
+    pub compress_weights: bool,
 }
 
 impl Options {
     /// Every optimization for cycles on the accelerator (`-O`) that keeps the precision's
-    /// accuracy: image-mode input, and Winograd convolution in fp16. int8 Winograd (only
+    /// accuracy: image-mode input, Winograd convolution in fp16, and compressed weights
+    /// where the build has them. int8 Winograd (only
     /// with [`Options::winograd`] set explicitly) loses two bits of each input tile
     /// (`PRA_TRUNCATE`): ResNet-50's output cosine to fp32 falls from 0.982 to 0.978,
     /// GoogLeNet's from 0.965 to 0.948 (docs/compiler.md, "Winograd").
     pub fn optimize(&mut self) {
         self.winograd = self.target.precision == Precision::Fp16;
         self.image_input = true;
+        self.compress_weights = true;
     }
 
     /// The defaults of the command line for `target`: no calibration, per-kernel weight
@@ -118,6 +124,7 @@ impl Options {
             winograd: false,
             image_input: false,
             cvsram: 0,
+            compress_weights: false,
         }
     }
 

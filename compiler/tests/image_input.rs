@@ -95,6 +95,7 @@ const IMAGE: Extra = Extra {
     winograd: false,
     image_input: true,
     cvsram: 0,
+    compress_weights: false,
 };
 
 #[test]

@@ -382,6 +382,7 @@ fn run(
                 keep_activations: true,
                 winograd: optimize,
                 image_input: optimize,
+                compress_weights: optimize,
                 ..nvdla_compiler::Options::with_quant(target, &quant)
             },
         )
@@ -391,6 +392,7 @@ fn run(
             &nvdla_compiler::Options {
                 winograd: optimize,
                 image_input: optimize,
+                compress_weights: optimize,
                 ..nvdla_compiler::Options::with_quant(target, &quant)
             },
         )

@@ -655,6 +655,7 @@ impl Lowering<'_> {
                     skip_data_release: false,
                     winograd: wino,
                     image: img,
+                    compressed: None,
                     sdp: SdpOp {
                         src: None,
                         dst: out,

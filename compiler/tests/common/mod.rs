@@ -122,6 +122,8 @@ pub struct Extra {
     pub image_input: bool,
     /// [`nvdla_compiler::Options::cvsram`].
     pub cvsram: u64,
+    /// [`nvdla_compiler::Options::compress_weights`].
+    pub compress_weights: bool,
 }
 
 impl Extra {
@@ -131,6 +133,7 @@ impl Extra {
         winograd: false,
         image_input: false,
         cvsram: 0,
+        compress_weights: false,
     };
 
     fn apply(self, o: nvdla_compiler::Options) -> nvdla_compiler::Options {
@@ -139,6 +142,7 @@ impl Extra {
             winograd: self.winograd,
             image_input: self.image_input,
             cvsram: self.cvsram,
+            compress_weights: self.compress_weights,
             ..o
         }
     }

@@ -739,10 +739,14 @@ pub fn fetch_winograd(l: &Layer, p: &WinoInput, mem: &Memory) -> Result<InputCub
     })
 }
 
-/// Expands sparse-compressed weights: per kernel group, a weight mask bit group (WMB,
-/// one bit per element, little-endian) marks the non-zero elements, whose bytes follow
-/// each other in the weight surface; the group sizes (WGS, 32-bit each) give where each
-/// group's bytes start (hwarch "Sparse Compression option").
+/// Expands sparse-compressed weights. One weight mask (WMB) covers every kernel group,
+/// one bit per element (bit `i % 8` of byte `i / 8` for element `i` of the uncompressed
+/// surface; groups follow each other bit by bit); a set bit takes the next stored
+/// element, a clear one is zero. The stored elements of each group follow those of the
+/// previous group without a gap, and the group sizes (WGS, 32-bit each) must equal the
+/// bytes each group's mask marks. WEIGHT_BYTES and WMB_BYTES are the stored bytes and the
+/// mask bytes, each rounded up to 128 (hwarch "Sparse Compression option"; the C model's
+/// CSC, `get_decompressed_weight`, fails on any other value).
 fn decompress(
     l: &Layer,
     g: &WeightGeom,
@@ -751,10 +755,12 @@ fn decompress(
 ) -> Result<Vec<u8>, EngineError> {
     let groups = g.k.div_ceil(g.group);
     let wgs = read_bytes(mem, l.weight_ram, l.wgs_addr, groups as u64 * 4)?;
-    let wmb_need = (total / g.bpe).div_ceil(8) as u64;
-    if l.wmb_bytes < wmb_need {
+    let elements = total / g.bpe;
+    let wmb_need = elements.div_ceil(8).next_multiple_of(128) as u64;
+    if l.wmb_bytes != wmb_need {
         return Err(cfg_err(format!(
-            "WMB_BYTES {:#x} smaller than the {wmb_need:#x} mask bytes of the kernels",
+            "WMB_BYTES {:#x}: the kernels' mask takes {wmb_need:#x} (one bit per element, \
+             rounded up to 128)",
             l.wmb_bytes
         )));
     }
@@ -762,8 +768,7 @@ fn decompress(
     let packed = read_bytes(mem, l.weight_ram, l.weight_addr, l.weight_bytes)?;
     let mut out = vec![0u8; total];
     let bpk = g.bytes_per_kernel();
-    let mut elem = 0usize;
-    let mut group_start = 0usize;
+    let (mut elem, mut src) = (0usize, 0usize);
     for gi in 0..groups {
         let size = u32::from_le_bytes([
             wgs[4 * gi],
@@ -773,7 +778,7 @@ fn decompress(
         ]) as usize;
         let kpg = g.group.min(g.k - gi * g.group);
         let start_byte = gi * g.group * bpk;
-        let mut src = group_start;
+        let group_start = src;
         for e in 0..kpg * bpk / g.bpe {
             let bit = (wmb[elem / 8] >> (elem % 8)) & 1;
             elem += 1;
@@ -788,13 +793,19 @@ fn decompress(
                 src += g.bpe;
             }
         }
-        if src - group_start > size {
+        if src - group_start != size {
             return Err(cfg_err(format!(
                 "kernel group {gi}: WMB marks {} bytes, WGS says {size}",
                 src - group_start
             )));
         }
-        group_start += size;
+    }
+    let stored = src.next_multiple_of(128) as u64;
+    if l.weight_bytes != stored {
+        return Err(cfg_err(format!(
+            "WEIGHT_BYTES {:#x}: the mask marks {stored:#x} (rounded up to 128)",
+            l.weight_bytes
+        )));
     }
     Ok(out)
 }
