@@ -24,18 +24,7 @@ fn conv(
     bias: Vec<f32>,
 ) -> TensorId {
     let s = g.shape(x);
-    let op = Op::Conv(Conv {
-        window: Window {
-            kernel: [k, k],
-            stride: [1, 1],
-            pad: [k / 2; 4],
-            dilation: [1, 1],
-        },
-        groups,
-        out_channels: out,
-        weight: Weights::new(vec![out, s.c / groups, k, k], w).unwrap(),
-        bias: Some(Weights::vector(bias)),
-    });
+    let op = grouped_conv_op([s.c, out, k, groups], w, bias);
     add_node(g, name, op, &[x], Shape::new(1, out, s.h, s.w))
 }
 

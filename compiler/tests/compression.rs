@@ -26,18 +26,7 @@ fn conv(rng: &mut Rng, cin: usize, cout: usize, k: usize, groups: usize, zeros: 
             }
         })
         .collect();
-    Op::Conv(Conv {
-        window: Window {
-            kernel: [k, k],
-            stride: [1, 1],
-            pad: [k / 2; 4],
-            dilation: [1, 1],
-        },
-        groups,
-        out_channels: cout,
-        weight: Weights::new(vec![cout, cin / groups, k, k], w).unwrap(),
-        bias: Some(Weights::vector(rng.vec(cout, 0.1))),
-    })
+    grouped_conv_op([cin, cout, k, groups], w, rng.vec(cout, 0.1))
 }
 
 /// depthwise 3x3 on 12 channels -> 1x1 to 64 -> grouped 3x3 (16 groups of 4, narrower

@@ -190,6 +190,17 @@ pub fn conv_op(
     k: usize,
     scale: f32,
 ) -> nvdla_compiler::ir::Op {
+    let w = rng.vec(cout * cin * k * k, scale);
+    grouped_conv_op([cin, cout, k, 1], w, rng.vec(cout, 0.1))
+}
+
+/// A `k`x`k` convolution of stride 1 with `k / 2` padding from `cin` to `cout` channels
+/// in `groups` groups, weights `w` (`[cout][cin / groups][k][k]`) and bias `bias`.
+pub fn grouped_conv_op(
+    [cin, cout, k, groups]: [usize; 4],
+    w: Vec<f32>,
+    bias: Vec<f32>,
+) -> nvdla_compiler::ir::Op {
     use nvdla_compiler::ir::{Conv, Op, Weights, Window};
     Op::Conv(Conv {
         window: Window {
@@ -198,10 +209,10 @@ pub fn conv_op(
             pad: [k / 2; 4],
             dilation: [1, 1],
         },
-        groups: 1,
+        groups,
         out_channels: cout,
-        weight: Weights::new(vec![cout, cin, k, k], rng.vec(cout * cin * k * k, scale)).unwrap(),
-        bias: Some(Weights::vector(rng.vec(cout, 0.1))),
+        weight: Weights::new(vec![cout, cin / groups, k, k], w).unwrap(),
+        bias: Some(Weights::vector(bias)),
     })
 }
 
