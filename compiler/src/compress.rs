@@ -77,11 +77,11 @@ pub fn compress(
 
 /// Compresses the weights of every convolution where the build has weight compression
 /// and it pays: at most three quarters of the bytes (stored elements and mask). A
-/// blob is compressed only when every operation reading it is a direct convolution
-/// (Winograd and image-mode weights stay as they are) that leaves CBUF's last bank to
-/// the mask (its data and weight banks at most `banks - 1`) and whose kernel groups'
-/// masks fit in that bank (programming guide, "Weight compression": under 32 KiB less
-/// 128 bytes on nv_full).
+/// blob is compressed only when every convolution reading it (direct, Winograd or
+/// image mode: CSC expands the surface the same way, whatever its layout) leaves CBUF's
+/// last bank to the mask (its data and weight banks at most `banks - 1`) and its kernel
+/// groups' masks fit in that bank (programming guide, "Weight compression": under
+/// 32 KiB less 128 bytes on nv_full).
 pub fn weights(p: &mut Program, t: &Target) {
     if !t.hw.features.weight_compression {
         return;
@@ -99,10 +99,7 @@ pub fn weights(p: &mut Program, t: &Target) {
         };
         let b = c.weights.0;
         let group_mask = group * c.bytes_per_kernel as usize / bpe / 8;
-        let fits = c.winograd.is_none()
-            && c.image.is_none()
-            && c.data_banks + c.weight_banks < banks
-            && group_mask + UNIT <= bank_bytes;
+        let fits = c.data_banks + c.weight_banks < banks && group_mask + UNIT <= bank_bytes;
         let shape = (c.kernels as usize, c.bytes_per_kernel as usize);
         match candidates[b] {
             _ if !fits => refused[b] = true,

@@ -128,6 +128,47 @@ fn compressed_weights_give_the_same_bytes_from_less_memory() {
 }
 
 #[test]
+fn compressed_winograd_weights_give_the_same_bytes() {
+    // With -O's other optimizations (image mode does not apply: the input has 12
+    // channels): 3x3 layers in Winograd mode, their weights compressed where it pays.
+    let g = network();
+    let input = Rng(6).vec(12 * 12 * 14, 1.0);
+    let o = |compress_weights| Extra {
+        winograd: true,
+        image_input: true,
+        compress_weights,
+        ..Extra::default()
+    };
+    for precision in [Precision::Fp16, Precision::Int8] {
+        let plain = compile_with(&g, "nv_full", precision, o(false));
+        let packed = compile_with(&g, "nv_full", precision, o(true));
+        let modes = |c: &nvdla_compiler::Compiled| {
+            c.program
+                .ops
+                .iter()
+                .filter_map(|op| match &op.kind {
+                    HwOpKind::Conv(conv) if conv.compressed.is_some() => {
+                        Some((conv.winograd.is_some(), conv.image.is_some()))
+                    }
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+        };
+        let m = modes(&packed);
+        assert!(m.len() >= 2, "{precision:?}: {m:?}");
+        if precision == Precision::Fp16 {
+            assert!(
+                m.iter().any(|&(w, _)| w),
+                "no Winograd layer compressed: {m:?}"
+            );
+        }
+        let want = run(&plain, "nv_full", &input);
+        let got = run(&packed, "nv_full", &input);
+        assert_eq!(got, want, "{precision:?}: output bytes differ");
+    }
+}
+
+#[test]
 fn builds_without_compression_ignore_the_option() {
     let on = Extra {
         compress_weights: true,
