@@ -907,7 +907,14 @@ pub(crate) fn work_of(
                         data_bytes: (b * l.cdma_w as u64 * l.cdma_h as u64)
                             * (l.cdma_c as u64 * u64::from(l.prec.bytes()))
                                 .next_multiple_of(u64::from(l.atom.max(1))),
-                        weight_bytes: l.weight_bytes,
+                        // Compressed: the stored elements, the mask and the group
+                        // sizes all come from memory.
+                        weight_bytes: l.weight_bytes
+                            + if l.compressed {
+                                l.wmb_bytes + 4 * k.div_ceil(ak.max(1))
+                            } else {
+                                0
+                            },
                         data_surfaces: (l.cdma_c as u64 * u64::from(l.prec.bytes()))
                             .div_ceil(u64::from(l.atom.max(1))),
                         weight_capacity_bytes: u64::from(l.weight_banks)
