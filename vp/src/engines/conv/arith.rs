@@ -1770,6 +1770,37 @@ mod tests {
         }
     }
 
+    /// The deferred lanes' carry kernel (`arith_avx2::booth_carries`): the floor of the
+    /// exact aligned product less its carry is the Booth multiplier's result, for every
+    /// 14-bit magnitude pair, both signs and the shifts it takes (4 to 16).
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    #[test]
+    #[ignore]
+    fn booth_shift_carries_exhaustive() {
+        use rayon::prelude::*;
+        for s in [4u16, 8, 12, 16] {
+            (0..1i32 << 14).into_par_iter().for_each(|w| {
+                for neg in [false, true] {
+                    // Deferred lanes are active: a negative product has no zero operand.
+                    let wv = if neg { -w } else { w } as i16;
+                    for d0 in (0..1i32 << 14).step_by(32) {
+                        let d: [i16; 32] = std::array::from_fn(|j| (d0 + j as i32) as i16);
+                        let c = arith_avx2::booth_carries(&d, &[wv; 32], &[s; 32]);
+                        for (j, &dj) in d.iter().enumerate() {
+                            if neg && (w == 0 || dj == 0) {
+                                continue;
+                            }
+                            let x = i32::from(dj) * i32::from(wv);
+                            let want = booth_product(neg, w as u32, dj as u32, u32::from(s));
+                            let got = (x >> s) - i32::from(c[j]);
+                            assert_eq!(got, want, "shift {s}: {dj} x {wv}");
+                        }
+                    }
+                }
+            });
+        }
+    }
+
     #[test]
     fn accumulate_matches_loop_form() {
         let mut r = Rng(48);

@@ -371,12 +371,13 @@ fn carries_avx512(d: &[i16; 32], w: &[i16; 32], s: &[u16; 32]) -> [u16; 32] {
 /// resulting vectors right separately ([`super::booth_product`]); up to 16 bits that
 /// loses exactly the carry out of their low `s` bits: the result is
 /// `(d·w >> s) − [(p0 mod 2^s) + (p1 mod 2^s) ≥ 2^s]` (checked over every 14-bit
-/// magnitude pair, both signs, shifts 4 to 16; not so from 20 bits, where the sign
+/// magnitude pair, both signs, shifts 4 to 16, `booth_shift_carries_exhaustive`; not so
+/// from 20 bits, where the sign
 /// compensation reaches the kept bits). The low 16 bits of the vectors depend only on
 /// the low 16 bits of the partial products, so the tree runs in 16-bit lanes (written
 /// as array loops that vectorise).
 #[inline(always)]
-fn booth_carries(d: &[i16; 32], w: &[i16; 32], s: &[u16; 32]) -> [u16; 32] {
+pub(super) fn booth_carries(d: &[i16; 32], w: &[i16; 32], s: &[u16; 32]) -> [u16; 32] {
     const N: usize = CARRY_LANES;
     let (mut da, mut wm) = ([0u16; N], [0i16; N]);
     for j in 0..N {
