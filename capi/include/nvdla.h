@@ -218,8 +218,8 @@ typedef struct {
   int per_filter;
   /**
    * Non-zero: optimize for cycles on the accelerator (`-O`: Winograd convolution,
-   * image-mode input and compressed weights where the build has them); outputs stay
-   * within the precision's tolerance.
+   * image-mode input and compressed weights where the build has them, poolings taken
+   * from their convolutions on the fly); outputs stay within the precision's tolerance.
    */
   int optimize;
   /**

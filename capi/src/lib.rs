@@ -803,8 +803,8 @@ pub struct nvdla_compile_options {
     /// Non-zero: one int8 weight scale per output channel instead of per layer.
     pub per_filter: c_int,
     /// Non-zero: optimize for cycles on the accelerator (`-O`: Winograd convolution,
-    /// image-mode input and compressed weights where the build has them); outputs stay
-    /// within the precision's tolerance.
+    /// image-mode input and compressed weights where the build has them, poolings taken
+    /// from their convolutions on the fly); outputs stay within the precision's tolerance.
     pub optimize: c_int,
     /// Non-zero: int8 activations calibrated from samples keep one scale each
     /// (`--activation-scales per-tensor`) instead of a scale per channel where the

@@ -387,6 +387,24 @@ impl Ctx<'_> {
 
     fn cube(&self, id: SurfId) -> (dla::DataCube, Option<u16>) {
         let s = self.p.surface(id);
+        if self.p.surface(self.p.root(id)).kind == SurfKind::OnTheFly {
+            // From SDP to PDP inside the accelerator (crate::fly): no memory.
+            let cube = dla::DataCube {
+                mem_type: dla::MemType::Hw.raw().into(),
+                address: -1,
+                offset: 0,
+                size: 0,
+                width: s.w as u16,
+                height: s.h as u16,
+                channel: s.c as u16,
+                reserved0: 0,
+                // The surface's own (packed) strides: the convolution checks them.
+                line_stride: s.line_stride,
+                surf_stride: s.surf_stride,
+                plane_stride: 0,
+            };
+            return (cube, None);
+        }
         let (address, io) = self.surface_address(id);
         (
             dla::DataCube {
@@ -487,9 +505,17 @@ impl Ctx<'_> {
         // Required "completed" edges: producer -> reader, and reader -> later writer of
         // overlapping pool bytes (the pool is reused).
         let mut need: Vec<Vec<usize>> = vec![Vec::new(); n];
+        // A surface passed from SDP to PDP on the fly (crate::fly) is in no memory.
+        let on_chip = |id: SurfId| p.surface(p.root(id)).kind == SurfKind::OnTheFly;
+        // The SDP operation at `j` feeds the PDP operation after it on the fly.
+        let to_pdp = |j: usize| {
+            matches!(&p.ops[dops[j].op].kind, HwOpKind::Conv(c) if on_chip(c.sdp.dst))
+                && dops[j].ty == OpType::Sdp
+        };
         let writes_of = |j: usize| -> Option<SurfId> {
             match (&p.ops[dops[j].op].kind, dops[j].ty) {
                 (HwOpKind::Conv(_), OpType::Conv) => None,
+                (HwOpKind::Conv(c), _) if on_chip(c.sdp.dst) => None,
                 (k, _) => Some(match k {
                     HwOpKind::Conv(c) => c.sdp.dst,
                     HwOpKind::Sdp(s) => s.dst,
@@ -509,12 +535,21 @@ impl Ctx<'_> {
                     v.extend(sdp_operands(s));
                     v
                 }
+                (HwOpKind::Pdp(x), _) if on_chip(x.src) => Vec::new(),
                 (HwOpKind::Pdp(x), _) => vec![x.src],
                 (HwOpKind::Cdp(x), _) => vec![x.src],
                 (HwOpKind::Rubik(x), _) => vec![x.src],
                 (HwOpKind::Cpu(_), _) => unreachable!(),
             }
         };
+        // Each flying chain is CONV, SDP, PDP in a row within the task.
+        for j in 0..n {
+            if to_pdp(j) && !(j + 1 < n && dops[j + 1].ty == OpType::Pdp) {
+                return Err(CompileError::Network(format!(
+                    "task {ti} operation {j}: an SDP feeding PDP on the fly without its PDP after it"
+                )));
+            }
+        }
         let span = |id: SurfId| -> (SurfId, u64, u64) {
             let s = p.surface(id);
             (p.root(id), s.offset, s.offset + u64::from(s.size))
@@ -571,10 +606,18 @@ impl Ctx<'_> {
                 // earlier users of the bytes it overwrites are done; the SDP itself can then
                 // be enabled early, and the convolution starts as soon as its input is
                 // ready (NVIDIA's compiler schedules LeNet so).
+                // Likewise a pooling on the fly: its convolution is two operations back.
                 let flying = matches!(p.ops[dop.op].kind, HwOpKind::Conv(_))
                     && dop.ty == OpType::Sdp
                     && j > 0;
-                let waiter = if flying { j - 1 } else { j };
+                let pooling_on_the_fly = j >= 2 && to_pdp(j - 1);
+                let waiter = if pooling_on_the_fly {
+                    j - 2
+                } else if flying {
+                    j - 1
+                } else {
+                    j
+                };
                 for (k, readers) in need.iter_mut().enumerate().take(waiter) {
                     if reads_of(k).iter().any(|&r| overlaps(w, r))
                         || writes_of(k).is_some_and(|x| overlaps(w, x))
@@ -616,7 +659,10 @@ impl Ctx<'_> {
                 let fused =
                     matches!(p.ops[dops[j].op].kind, HwOpKind::Conv(_)) && ty == OpType::Conv;
                 ENGINES.map(|other| {
-                    if other == ty || (fused && other == OpType::Sdp) {
+                    if other == ty
+                        || (fused && other == OpType::Sdp)
+                        || (to_pdp(j) && other == OpType::Pdp)
+                    {
                         return None;
                     }
                     need[j]
@@ -658,10 +704,17 @@ impl Ctx<'_> {
             if let Some(next) = (j + 1..n).find(|&k| dops[k].ty == ty) {
                 let same_engine_data =
                     need[j].iter().any(|&k| k > j && dops[k].ty == ty) || ty != OpType::Sdp;
+                // An SDP feeding the PDP waits for the PDP's enable, so the next SDP
+                // operation waits for its enable in turn: enabled out of order, the next
+                // one's SDP_RDMA group (the one this SDP leaves free) would be enabled
+                // before this SDP and look like its own (the model's attribution, and
+                // the order NVIDIA's firmware keeps).
                 deps[j].consumers[ty.index()] = Consumer {
                     index: next as i16,
                     event: if same_engine_data {
                         Event::OpCompleted.raw()
+                    } else if to_pdp(j) {
+                        Event::OpEnabled.raw()
                     } else {
                         Event::OpProgrammed.raw()
                     },
@@ -674,6 +727,22 @@ impl Ctx<'_> {
             let fused = matches!(p.ops[dops[j].op].kind, HwOpKind::Conv(_)) && ty == OpType::Conv;
             if fused {
                 deps[j].consumers[OpType::Sdp.index()] = Consumer {
+                    index: (j + 1) as i16,
+                    event: Event::OpProgrammed.raw(),
+                    res: 0,
+                };
+                count[j + 1] += 1;
+                deps[j + 1].fused_parent = Consumer {
+                    index: j as i16,
+                    event: Event::OpEnabled.raw(),
+                    res: 0,
+                };
+                count[j] += 1;
+            }
+            // An SDP feeding the PDP on the fly binds it the same way: the PDP is
+            // programmed after the SDP, and the SDP enabled after the PDP.
+            if to_pdp(j) {
+                deps[j].consumers[OpType::Pdp.index()] = Consumer {
                     index: (j + 1) as i16,
                     event: Event::OpProgrammed.raw(),
                     res: 0,

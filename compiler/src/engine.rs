@@ -25,6 +25,9 @@ pub enum SurfKind {
     Input(usize),
     /// Network output number `n` (its own memory, read by the runtime).
     Output(usize),
+    /// Passed from a convolution's SDP to the PDP on the fly ([`crate::fly`]): never in
+    /// memory.
+    OnTheFly,
     /// A window of another surface: channels `channel_offset..` (concatenation without
     /// copies) and/or pixels from (`x`, `y`) (a cropped deconvolution result), read and
     /// written with the parent's strides.

@@ -15,6 +15,7 @@ pub mod dump;
 pub mod emit;
 pub mod engine;
 pub mod error;
+pub mod fly;
 pub mod frontend;
 pub mod ir;
 pub mod lower;
@@ -87,6 +88,9 @@ pub(crate) fn compile_calibrated(
     let mut program = lower::lower_with(&graph, target, &quant, settings)?;
     if opts.compress_weights {
         compress::weights(&mut program, target);
+    }
+    if opts.fused_pooling && !opts.keep_activations {
+        fly::pooling(&mut program, target);
     }
     plan::plan(&mut program, target, !opts.keep_activations, opts.cvsram);
     let spec = emit::emit(&program, target)?;

@@ -56,6 +56,11 @@ struct Args {
     /// the same.
     #[arg(long = "compress-weights")]
     compress_weights: bool,
+    /// Take a pooling from its convolution on the fly (SDP to PDP) where the PDP can pool
+    /// the whole width in one pass: the convolution's result never goes to memory.
+    /// Results are the same.
+    #[arg(long = "fused-pooling")]
+    fused_pooling: bool,
     /// Place activations in on-chip CV-SRAM up to SIZE bytes (suffix K or M for KiB or
     /// MiB, e.g. 4M), on builds with a secondary memory interface (nv_full): what fits
     /// for its lifetime moves through CVIF instead of DRAM. Runs on devices that allocate
@@ -295,6 +300,7 @@ fn run(a: &Args) -> Result<(), CompileError> {
     opts.winograd = a.winograd;
     opts.image_input = a.image_input;
     opts.compress_weights = a.compress_weights;
+    opts.fused_pooling = a.fused_pooling;
     opts.cvsram = a.cvsram.unwrap_or(0);
     if a.optimize {
         opts.optimize();

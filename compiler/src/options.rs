@@ -91,12 +91,16 @@ pub struct Options {
     /// saves a quarter of their bytes or more (`--compress-weights`, part of `-O`;
     /// [`crate::compress`]): the same results from less weight memory and traffic.
     pub compress_weights: bool,
+    /// Poolings taken from their convolution's SDP on the fly where the PDP can
+    /// (`--fused-pooling`, part of `-O`; [`crate::fly`]): the convolution's result never
+    /// goes to memory. Same results, less traffic, the pooling beside the convolution.
+    pub fused_pooling: bool,
 }
 
 impl Options {
     /// Every optimization for cycles on the accelerator (`-O`) that keeps the precision's
-    /// accuracy: image-mode input, Winograd convolution in fp16, and compressed weights
-    /// where the build has them. int8 Winograd (only
+    /// accuracy: image-mode input, Winograd convolution in fp16, compressed weights
+    /// where the build has them, and poolings fused to their convolutions. int8 Winograd (only
     /// with [`Options::winograd`] set explicitly) loses two bits of each input tile
     /// (`PRA_TRUNCATE`): ResNet-50's output cosine to fp32 falls from 0.982 to 0.978,
     /// GoogLeNet's from 0.965 to 0.948 (docs/compiler.md, "Winograd").
@@ -104,6 +108,7 @@ impl Options {
         self.winograd = self.target.precision == Precision::Fp16;
         self.image_input = true;
         self.compress_weights = true;
+        self.fused_pooling = true;
     }
 
     /// The defaults of the command line for `target`: no calibration, per-kernel weight
@@ -125,6 +130,7 @@ impl Options {
             image_input: false,
             cvsram: 0,
             compress_weights: false,
+            fused_pooling: false,
         }
     }
 

@@ -12,7 +12,7 @@
 //! the engines alone touch qualify (not those a CPU task reads or writes: the runtime
 //! hands the CPU no SRAM), so the SRAM pool is scratch the host never maps.
 
-use crate::engine::{Engine, Program, SurfId, SurfKind};
+use crate::engine::{Engine, HwOpKind, Program, SurfId, SurfKind};
 use crate::target::Target;
 
 /// Alignment of every blob and surface in bytes (the largest memory atom of any
@@ -41,11 +41,19 @@ pub fn plan(p: &mut Program, t: &Target, reuse: bool, cvsram: u64) {
     }
     p.weight_size = off;
 
-    // Lifetimes of pool surfaces (views count for their root).
+    // Lifetimes of pool surfaces (views count for their root). A pooling taken on the
+    // fly (crate::fly) writes while its convolution reads: one step of time.
     let n = p.surfaces.len();
     let mut first = vec![usize::MAX; n];
     let mut last = vec![0usize; n];
-    for (i, op) in p.ops.iter().enumerate() {
+    let mut step = 0;
+    for (k, op) in p.ops.iter().enumerate() {
+        let on_the_fly = matches!(&op.kind, HwOpKind::Pdp(x)
+            if p.surface(p.root(x.src)).kind == SurfKind::OnTheFly);
+        if !on_the_fly {
+            step = k;
+        }
+        let i = step;
         for w in op.writes() {
             let w = p.root(w).0;
             first[w] = first[w].min(i);

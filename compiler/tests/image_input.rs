@@ -96,6 +96,7 @@ const IMAGE: Extra = Extra {
     image_input: true,
     cvsram: 0,
     compress_weights: false,
+    fused_pooling: false,
 };
 
 #[test]

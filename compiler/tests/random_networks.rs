@@ -49,6 +49,8 @@ static WINOGRAD_LAYERS: std::sync::atomic::AtomicUsize = std::sync::atomic::Atom
 
 /// Builds whose input is an image (counted to show the coverage).
 static IMAGE_INPUTS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+/// Poolings taken from their convolution on the fly in the `+O` builds.
+static FUSED_POOLINGS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 /// Activations given scales per channel in the `+C` builds.
 static CHANNEL_SCALED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
@@ -383,6 +385,7 @@ fn run(
                 winograd: optimize,
                 image_input: optimize,
                 compress_weights: optimize,
+                fused_pooling: optimize,
                 ..nvdla_compiler::Options::with_quant(target, &quant)
             },
         )
@@ -393,6 +396,7 @@ fn run(
                 winograd: optimize,
                 image_input: optimize,
                 compress_weights: optimize,
+                fused_pooling: optimize,
                 ..nvdla_compiler::Options::with_quant(target, &quant)
             },
         )
@@ -413,6 +417,13 @@ fn run(
         })
         .count();
     WINOGRAD_LAYERS.fetch_add(wino, std::sync::atomic::Ordering::Relaxed);
+    let fused = compiled
+        .program
+        .surfaces
+        .iter()
+        .filter(|s| s.kind == nvdla_compiler::engine::SurfKind::OnTheFly)
+        .count();
+    FUSED_POOLINGS.fetch_add(fused, std::sync::atomic::Ordering::Relaxed);
     let scaled = compiled
         .program
         .surfaces
@@ -501,9 +512,9 @@ fn run(
     })
 }
 
-/// With `NVDLA_RANDOM_RTL=1`, the nv_small int8 builds also run on NVIDIA's RTL (the
-/// harness `NVDLA_RTL_HARNESS` names; `scripts/build-rtl`) and must match the model byte
-/// for byte; the other builds and precisions are skipped.
+/// With `NVDLA_RANDOM_RTL=1`, the nv_small int8 builds (default and `+O`) also run on
+/// NVIDIA's RTL (the harness `NVDLA_RTL_HARNESS` names; `scripts/build-rtl`) and must
+/// match the model byte for byte; the other builds and precisions are skipped.
 fn rtl_mode() -> bool {
     std::env::var("NVDLA_RANDOM_RTL").is_ok_and(|v| v == "1")
 }
@@ -679,12 +690,14 @@ fn judge(precision: Precision, got: &[f32], want: &[f32], cost: f32) -> (Outcome
     )
 }
 
-/// Every configuration NVIDIA published, nv_full with the optimizations of `-O`
-/// (Winograd convolution, image-mode input), and nv_full and nv_small in int8 with
-/// activation scales per channel (`+C`, `--activation-scales per-channel`).
-const CONFIGS: [&str; 10] = [
+/// Every configuration NVIDIA published, nv_full and nv_small with the optimizations of
+/// `-O` (Winograd convolution, image-mode input, compressed weights, poolings fused to
+/// their convolutions), and nv_full and nv_small in int8 with activation scales per
+/// channel (`+C`, `--activation-scales per-channel`).
+const CONFIGS: [&str; 11] = [
     "nv_full",
     "nv_full+O",
+    "nv_small+O",
     "nv_full+C",
     "nv_small+C",
     "nv_large",
@@ -757,7 +770,9 @@ fn random_networks_compile_and_match_the_reference_on_every_configuration() {
         let mut line = format!("seed {seed:>4} ({} layers):", g.nodes.len());
         for config in CONFIGS {
             for precision in [Precision::Fp16, Precision::Int8] {
-                if rtl_mode() && !on_rtl(config, precision) {
+                // On the RTL: nv_small's int8 builds, by default and with -O.
+                let base = config.split('+').next().unwrap_or(config);
+                if rtl_mode() && (!on_rtl(base, precision) || config.ends_with("+C")) {
                     continue;
                 }
                 if config.ends_with("+C") && precision != Precision::Int8 {
@@ -833,9 +848,10 @@ fn random_networks_compile_and_match_the_reference_on_every_configuration() {
         unsupported.join("\n")
     );
     eprintln!(
-        "{} convolutions in Winograd mode, {} builds with an image input, {} activations \
-         with scales per channel",
+        "{} convolutions in Winograd mode, {} poolings fused to their convolution, {} builds \
+         with an image input, {} activations with scales per channel",
         WINOGRAD_LAYERS.load(std::sync::atomic::Ordering::Relaxed),
+        FUSED_POOLINGS.load(std::sync::atomic::Ordering::Relaxed),
         IMAGE_INPUTS.load(std::sync::atomic::Ordering::Relaxed),
         CHANNEL_SCALED.load(std::sync::atomic::Ordering::Relaxed)
     );

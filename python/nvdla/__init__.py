@@ -83,8 +83,9 @@ def compile(model, config="nv_full", precision="fp16", calibration=None, cpu_fal
     "per-tensor".
     input_shapes: {name: shape} fixing an ONNX model's symbolic input dimensions.
     optimize: optimize for cycles on the accelerator (the compiler's -O: Winograd
-    convolution, image-mode input and compressed weights where the build has them);
-    outputs stay within the precision's tolerance.
+    convolution, image-mode input and compressed weights where the build has them,
+    poolings taken from their convolutions on the fly); outputs stay within the
+    precision's tolerance.
     cvsram: bytes of on-chip CV-SRAM the activations may use (nv_full; the compiler's
     --cvsram); the loadable then runs on the built-in virtual platform only.
     """

@@ -124,6 +124,8 @@ pub struct Extra {
     pub cvsram: u64,
     /// [`nvdla_compiler::Options::compress_weights`].
     pub compress_weights: bool,
+    /// [`nvdla_compiler::Options::fused_pooling`].
+    pub fused_pooling: bool,
 }
 
 impl Extra {
@@ -134,6 +136,7 @@ impl Extra {
         image_input: false,
         cvsram: 0,
         compress_weights: false,
+        fused_pooling: false,
     };
 
     fn apply(self, o: nvdla_compiler::Options) -> nvdla_compiler::Options {
@@ -143,6 +146,7 @@ impl Extra {
             image_input: self.image_input,
             cvsram: self.cvsram,
             compress_weights: self.compress_weights,
+            fused_pooling: self.fused_pooling,
             ..o
         }
     }
