@@ -722,27 +722,19 @@ impl Ctx<'_> {
                 };
                 count[next] += 1;
             }
-            // A convolution feeds its SDP on the fly: the SDP may start once the
-            // convolution is programmed, and the convolution once the SDP is enabled.
+            // A convolution feeds its SDP on the fly, and an SDP its PDP (crate::fly): the
+            // one fed may start once the feeder is programmed, and the feeder once the
+            // one fed is enabled (upstream's `fused_parent`).
             let fused = matches!(p.ops[dops[j].op].kind, HwOpKind::Conv(_)) && ty == OpType::Conv;
-            if fused {
-                deps[j].consumers[OpType::Sdp.index()] = Consumer {
-                    index: (j + 1) as i16,
-                    event: Event::OpProgrammed.raw(),
-                    res: 0,
-                };
-                count[j + 1] += 1;
-                deps[j + 1].fused_parent = Consumer {
-                    index: j as i16,
-                    event: Event::OpEnabled.raw(),
-                    res: 0,
-                };
-                count[j] += 1;
-            }
-            // An SDP feeding the PDP on the fly binds it the same way: the PDP is
-            // programmed after the SDP, and the SDP enabled after the PDP.
-            if to_pdp(j) {
-                deps[j].consumers[OpType::Pdp.index()] = Consumer {
+            let fed = if fused {
+                Some(OpType::Sdp)
+            } else if to_pdp(j) {
+                Some(OpType::Pdp)
+            } else {
+                None
+            };
+            if let Some(fed) = fed {
+                deps[j].consumers[fed.index()] = Consumer {
                     index: (j + 1) as i16,
                     event: Event::OpProgrammed.raw(),
                     res: 0,

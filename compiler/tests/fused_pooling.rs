@@ -12,17 +12,7 @@ use nvdla_umd::runtime::{RunOptions, Runtime};
 use nvdla_umd::Direction;
 
 fn pool(kind: PoolKind, k: usize, s: usize, pad: usize) -> Op {
-    Op::Pool(Pool {
-        kind,
-        window: Window {
-            kernel: [k, k],
-            stride: [s, s],
-            pad: [pad; 4],
-            dilation: [1, 1],
-        },
-        ceil_mode: false,
-        count_include_pad: true,
-    })
+    pool_op(kind, k, s, pad, false)
 }
 
 /// conv 3x3 8>16 + ReLU -> max 3x3/2 pad 1 (ResNet's stem pooling) -> conv 3x3 16>16 ->

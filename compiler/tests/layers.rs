@@ -231,17 +231,7 @@ fn fully_connected_after_flatten() {
 }
 
 fn pool(kind: PoolKind, k: usize, s: usize, pad: usize, ceil: bool) -> Op {
-    Op::Pool(Pool {
-        kind,
-        window: Window {
-            kernel: [k, k],
-            stride: [s, s],
-            pad: [pad; 4],
-            dilation: [1, 1],
-        },
-        ceil_mode: ceil,
-        count_include_pad: true,
-    })
+    pool_op(kind, k, s, pad, ceil)
 }
 
 #[test]

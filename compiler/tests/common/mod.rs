@@ -236,6 +236,29 @@ pub fn max_pool(k: usize) -> nvdla_compiler::ir::Op {
     })
 }
 
+/// A `k`x`k` pooling of stride `s` padded by `pad` on every side (ceil rounding with
+/// `ceil`), the padding counted in averages.
+pub fn pool_op(
+    kind: nvdla_compiler::ir::PoolKind,
+    k: usize,
+    s: usize,
+    pad: usize,
+    ceil: bool,
+) -> nvdla_compiler::ir::Op {
+    use nvdla_compiler::ir::{Op, Pool, Window};
+    Op::Pool(Pool {
+        kind,
+        window: Window {
+            kernel: [k, k],
+            stride: [s, s],
+            pad: [pad; 4],
+            dilation: [1, 1],
+        },
+        ceil_mode: ceil,
+        count_include_pad: true,
+    })
+}
+
 /// Appends node `name` (`op` reading `inputs`) writing a new tensor `name` of shape `out`.
 pub fn add_node(
     g: &mut Graph,
