@@ -387,31 +387,21 @@ impl Ctx<'_> {
 
     fn cube(&self, id: SurfId) -> (dla::DataCube, Option<u16>) {
         let s = self.p.surface(id);
-        if self.p.surface(self.p.root(id)).kind == SurfKind::OnTheFly {
-            // From SDP to PDP inside the accelerator (crate::fly): no memory.
-            let cube = dla::DataCube {
-                mem_type: dla::MemType::Hw.raw().into(),
-                address: -1,
-                offset: 0,
-                size: 0,
-                width: s.w as u16,
-                height: s.h as u16,
-                channel: s.c as u16,
-                reserved0: 0,
-                // The surface's own (packed) strides: the convolution checks them.
-                line_stride: s.line_stride,
-                surf_stride: s.surf_stride,
-                plane_stride: 0,
-            };
-            return (cube, None);
-        }
-        let (address, io) = self.surface_address(id);
+        // From SDP to PDP inside the accelerator (crate::fly): no memory, but the
+        // surface's own (packed) strides, which the convolution checks.
+        let on_chip = self.p.surface(self.p.root(id)).kind == SurfKind::OnTheFly;
+        let (mem_type, (address, io), offset, size) = if on_chip {
+            (dla::MemType::Hw.raw().into(), (-1, None), 0, 0)
+        } else {
+            let at = self.surface_address(id);
+            (self.mem_type(id), at, s.offset as u32, s.size)
+        };
         (
             dla::DataCube {
-                mem_type: self.mem_type(id),
+                mem_type,
                 address,
-                offset: s.offset as u32,
-                size: s.size,
+                offset,
+                size,
                 width: s.w as u16,
                 height: s.h as u16,
                 channel: s.c as u16,
