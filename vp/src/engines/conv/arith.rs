@@ -116,13 +116,19 @@ impl MacF16 {
 pub struct Deferred {
     #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
     lanes: arith_avx2::Deferred,
+    /// Those of [`WeightRows::mac`].
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    rows: arith_rows::Pending,
 }
 
 impl Deferred {
     /// Adds each deferred lane's aligned product to `sums[owner]` and forgets the lanes.
     pub fn resolve(&mut self, sums: &mut [i64]) {
         #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-        self.lanes.resolve(sums);
+        {
+            self.lanes.resolve(sums);
+            self.rows.resolve(sums);
+        }
         let _ = sums;
     }
 }
@@ -891,6 +897,12 @@ pub use arith_columns::WeightColumns;
 mod arith_avx512;
 
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+#[path = "arith_rows.rs"]
+mod arith_rows;
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+pub use arith_rows::{DataLanes, WeightRows, WIDTH as ROW_WIDTH};
+
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 mod sse2 {
     use super::{booth8_errors, lane_product, sext, MacF16};
     use safe_arch::{
@@ -1652,6 +1664,111 @@ mod tests {
         db.push_block(&[0x3c00, 0, 0x3c00]);
         let (mut e, mut s) = ([0u8], [0i64]);
         assert!(!cols.mac(&db, 0, 0, 0..1, (1, 0), (&mut e, &mut s)));
+    }
+
+    #[test]
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    fn rows_match_the_block_kernel() {
+        // Dense blocks of 32 and 64 lanes, a third of the data lanes zero (a ReLU's
+        // output), every (data block, kernel) of the weight rows against the Booth path,
+        // over kernel chunks starting at any row and deferred lanes of many blocks
+        // resolved together.
+        let Some(_) = WeightRows::new(
+            &{
+                let mut b = Blocks::new(32);
+                b.push_block(&[0x3c00]);
+                b
+            },
+            1,
+            1,
+        ) else {
+            eprintln!("no AVX-512: the weight rows are not used on this CPU");
+            return;
+        };
+        let mut r = Rng(0x2075);
+        let mut shifts = [0u32; 6];
+        for it in 0..300 {
+            let lanes = [64, 32][it % 2];
+            let (kernels, ops) = (1 + r.below(40) as usize, 1 + it % 4);
+            let (cd, cw) = (r.below(32), r.below(32));
+            let f16 = |r: &mut Rng, centre| loop {
+                let h = random_f16(r, centre);
+                if !f16_is_nan(h) {
+                    return h;
+                }
+            };
+            let mut wb = Blocks::new(lanes);
+            let mut wh = Vec::new();
+            for _ in 0..kernels * ops {
+                let w: Vec<u16> = (0..lanes).map(|_| f16(&mut r, cw)).collect();
+                wb.push_block(&w);
+                wh.push(w);
+            }
+            let rows = WeightRows::new(&wb, kernels, ops).expect("AVX-512");
+            let mut db = Blocks::new(lanes);
+            let dh: Vec<Vec<u16>> = (0..ops)
+                .map(|_| {
+                    (0..lanes)
+                        .map(|_| if r.below(3) == 0 { 0 } else { f16(&mut r, cd) })
+                        .collect()
+                })
+                .collect();
+            dh.iter().for_each(|d| db.push_block(d));
+            let dl = DataLanes::new(&db);
+            let start = ROW_WIDTH * r.below(kernels.div_ceil(ROW_WIDTH) as u32) as usize;
+            let ks = start..kernels;
+            let (mut exps, mut sums) = (vec![0u8; ks.len() * ops], vec![0i64; ks.len() * ops]);
+            let mut deferred = Deferred::default();
+            for op in 0..ops {
+                let at = (ops, op);
+                rows.mac(
+                    dl.block(op),
+                    op,
+                    ks.clone(),
+                    at,
+                    (&mut exps, &mut sums),
+                    &mut deferred,
+                );
+            }
+            deferred.resolve(&mut sums);
+            for (op, d) in dh.iter().enumerate() {
+                for k in ks.clone() {
+                    let want = mac_f16(&lanes_of(d), &lanes_of(&wh[k * ops + op]));
+                    let at = (k - start) * ops + op;
+                    let got = MacF16::from_sum(exps[at], sums[at]);
+                    assert_eq!(got, want, "{d:04x?} {:04x?}", wh[k * ops + op]);
+                    let (dl, wl) = (lanes_of(d), lanes_of(&wh[k * ops + op]));
+                    for i in (0..lanes).filter(|&i| dl.act[i] & wl.act[i] == 1) {
+                        let sh = want.exp as u32 / 4 - dl.coarse[i] - wl.coarse[i];
+                        shifts[(sh as usize).min(5)] += 1;
+                    }
+                }
+            }
+        }
+        // Every alignment class was exercised, the deferred ones too.
+        assert!(shifts.iter().all(|&c| c > 1_000), "{shifts:?}");
+        // The largest products, 64 of them aligned by 0 bits: the 32-bit sums widen.
+        for (d, w) in [(0x7bff, 0x7bff), (0x7bff, 0xfbff), (0xfbff, 0xfbff)] {
+            let (dh, wh) = (vec![d; 64], vec![w; 64]);
+            let (mut wb, mut db) = (Blocks::new(64), Blocks::new(64));
+            wb.push_block(&wh);
+            db.push_block(&dh);
+            let rows = WeightRows::new(&wb, 1, 1).expect("AVX-512");
+            let (mut exps, mut sums) = ([0u8], [0i64]);
+            let mut deferred = Deferred::default();
+            let dl = DataLanes::new(&db);
+            rows.mac(
+                dl.block(0),
+                0,
+                0..1,
+                (1, 0),
+                (&mut exps, &mut sums),
+                &mut deferred,
+            );
+            deferred.resolve(&mut sums);
+            let want = mac_f16(&lanes_of(&dh), &lanes_of(&wh));
+            assert_eq!(MacF16::from_sum(exps[0], sums[0]), want);
+        }
     }
 
     #[test]

@@ -350,7 +350,7 @@ impl Deferred {
 }
 
 /// Lanes of [`booth_carries`].
-const CARRY_LANES: usize = 32;
+pub(super) const CARRY_LANES: usize = 32;
 
 /// [`booth_carries`] compiled for AVX2.
 #[target_feature(enable = "avx2")]
@@ -360,7 +360,7 @@ fn carries_avx2(d: &[i16; 32], w: &[i16; 32], s: &[u16; 32]) -> [u16; 32] {
 
 /// [`booth_carries`] compiled for AVX-512.
 #[target_feature(enable = "avx512f,avx512bw")]
-fn carries_avx512(d: &[i16; 32], w: &[i16; 32], s: &[u16; 32]) -> [u16; 32] {
+pub(super) fn carries_avx512(d: &[i16; 32], w: &[i16; 32], s: &[u16; 32]) -> [u16; 32] {
     booth_carries(d, w, s)
 }
 

@@ -13,7 +13,8 @@
 //! operation order exactly through [`super::arith`].
 
 use super::arith::{
-    acc48_add, block_nan, cacc_int_out, Blocks, Deferred, Fp48, MacF16, WeightColumns,
+    acc48_add, block_nan, cacc_int_out, Blocks, DataLanes, Deferred, Fp48, MacF16, WeightColumns,
+    WeightRows, ROW_WIDTH,
 };
 use super::cdma::{InputCube, Weights};
 use crate::engines::{check_cube, par_ranges, EngineError, Precision};
@@ -357,6 +358,12 @@ fn conv_fp16(
     // Layers of few channels: the weights as columns over the kernels, so that a data
     // block meets many kernels at once.
     let columns = WeightColumns::new(&wblocks, g.k, nops, g.in_c);
+    // Other layers, on CPUs with AVX-512: the weights as rows of kernels, so that a data
+    // block's active lanes meet sixteen kernels at once.
+    let wrows = match columns {
+        None => WeightRows::new(&wblocks, g.k, nops),
+        Some(_) => None,
+    };
     // Direct convolution: the data block of an operation is one channel block at one
     // input position, so the padded input is decoded once into blocks per
     // (position, channel block) and operations refer to them by index. Image input
@@ -378,6 +385,7 @@ fn conv_fp16(
     for b in 0..input.batches {
         let mut dplane = Blocks::new(g.lanes);
         let mut dplane_nan: Vec<Option<MacF16>> = Vec::new();
+        let mut dplane_lanes = DataLanes::default();
         if planes {
             for yp in 0..hp {
                 for xp in 0..wp {
@@ -393,6 +401,9 @@ fn conv_fp16(
                     }
                 }
             }
+            if wrows.is_some() {
+                dplane_lanes = DataLanes::new(&dplane);
+            }
         }
         // Output rows in parallel; each output is independent and follows CACC order.
         let parts = par_ranges(oh, |rows| {
@@ -403,59 +414,78 @@ fn conv_fp16(
             let mut dblocks = Blocks::new(g.lanes);
             let mut dnans: Vec<Option<MacF16>> = vec![None; nops];
             let mut idx: Vec<usize> = (0..nops).collect();
-            // Kernels per chunk of deferred blocks (`chunk_blocks`).
-            let kchunk = (chunk_blocks / nops.max(1)).max(1);
+            // Kernels per chunk of deferred blocks (`chunk_blocks`), whole rows of
+            // kernels for the weight rows.
+            let mut kchunk = (chunk_blocks / nops.max(1)).max(1);
+            if wrows.is_some() {
+                kchunk = kchunk.next_multiple_of(ROW_WIDTH);
+            }
+            let mut dlanes = DataLanes::default();
             let mut deferred = Deferred::default();
             let (mut exps, mut sums) = (Vec::new(), Vec::new());
             let mut done: Vec<bool> = Vec::with_capacity(nops);
             // The blocks of a chunk of kernels at one output position first, with the
             // lanes that need the Booth multiplier deferred and resolved together; then
             // each kernel's accumulation in CACC order.
-            let mut kernels =
-                |src: &Blocks, idx: &[usize], ks: std::ops::Range<usize>, out: &mut [u32]| {
-                    exps.clear();
-                    sums.clear();
-                    exps.resize(ks.len() * nops, 0);
-                    sums.resize(ks.len() * nops, 0);
-                    // Operations whose data block the weight columns took, for every
-                    // kernel of the chunk at once.
-                    done.clear();
-                    done.extend(idx.iter().enumerate().map(|(oi, &i)| {
-                        columns.as_ref().is_some_and(|cols| {
-                            let at = (nops, oi);
-                            cols.mac(src, i, oi, ks.clone(), at, (&mut exps, &mut sums))
-                        })
-                    }));
-                    for k in ks.clone() {
-                        for (oi, &i) in idx.iter().enumerate() {
-                            if done[oi] {
-                                continue;
-                            }
-                            let slot = (k - ks.start) * nops + oi;
-                            let (e, s) = src.mac_deferred(
-                                i,
-                                &wblocks,
-                                k * nops + oi,
-                                slot as u32,
-                                &mut deferred,
-                            );
-                            exps[slot] = e;
-                            sums[slot] = s;
+            let mut kernels = |src: &Blocks,
+                               lanes: &DataLanes,
+                               idx: &[usize],
+                               ks: std::ops::Range<usize>,
+                               out: &mut [u32]| {
+                exps.clear();
+                sums.clear();
+                exps.resize(ks.len() * nops, 0);
+                sums.resize(ks.len() * nops, 0);
+                // Operations whose data block the weight columns took, for every
+                // kernel of the chunk at once.
+                done.clear();
+                done.extend(idx.iter().enumerate().map(|(oi, &i)| {
+                    columns.as_ref().is_some_and(|cols| {
+                        let at = (nops, oi);
+                        cols.mac(src, i, oi, ks.clone(), at, (&mut exps, &mut sums))
+                    })
+                }));
+                if let Some(rows) = &wrows {
+                    for (oi, &i) in idx.iter().enumerate() {
+                        rows.mac(
+                            lanes.block(i),
+                            oi,
+                            ks.clone(),
+                            (nops, oi),
+                            (&mut exps, &mut sums),
+                            &mut deferred,
+                        );
+                    }
+                }
+                for k in ks.clone().filter(|_| wrows.is_none()) {
+                    for (oi, &i) in idx.iter().enumerate() {
+                        if done[oi] {
+                            continue;
                         }
+                        let slot = (k - ks.start) * nops + oi;
+                        let (e, s) = src.mac_deferred(
+                            i,
+                            &wblocks,
+                            k * nops + oi,
+                            slot as u32,
+                            &mut deferred,
+                        );
+                        exps[slot] = e;
+                        sums[slot] = s;
                     }
-                    deferred.resolve(&mut sums);
-                    for (k, (ke, ksum)) in
-                        ks.zip(exps.chunks_exact(nops).zip(sums.chunks_exact(nops)))
-                    {
-                        // Exactly, in one sum, when no step of CACC's order can round.
-                        let acc = Fp48::sum_exact(ke, ksum).unwrap_or_else(|| {
-                            ke.iter().zip(ksum).fold(Fp48::default(), |acc, (&e, &s)| {
-                                acc.accumulate(MacF16::from_sum(e, s))
-                            })
-                        });
-                        out[k] = acc.to_f32_bits();
-                    }
-                };
+                }
+                deferred.resolve(&mut sums);
+                for (k, (ke, ksum)) in ks.zip(exps.chunks_exact(nops).zip(sums.chunks_exact(nops)))
+                {
+                    // Exactly, in one sum, when no step of CACC's order can round.
+                    let acc = Fp48::sum_exact(ke, ksum).unwrap_or_else(|| {
+                        ke.iter().zip(ksum).fold(Fp48::default(), |acc, (&e, &s)| {
+                            acc.accumulate(MacF16::from_sum(e, s))
+                        })
+                    });
+                    out[k] = acc.to_f32_bits();
+                }
+            };
             // One output's kernels with a NaN operand somewhere: block by block.
             let with_nans =
                 |src: &Blocks, idx: &[usize], nans: &[Option<MacF16>], out: &mut [u32]| {
@@ -499,7 +529,8 @@ fn conv_fp16(
                         let ks = ks..(ks + kchunk).min(g.k);
                         for ox in (0..ow).filter(|&ox| !nan_at[ox]) {
                             idx_at(ox, &mut idx);
-                            kernels(&dplane, &idx, ks.clone(), &mut row[ox * g.k..][..g.k]);
+                            let o = &mut row[ox * g.k..][..g.k];
+                            kernels(&dplane, &dplane_lanes, &idx, ks.clone(), o);
                         }
                     }
                 } else {
@@ -520,8 +551,11 @@ fn conv_fp16(
                         if any_wnan || dnans.iter().any(Option::is_some) {
                             with_nans(&dblocks, &idx, &dnans, o);
                         } else {
+                            if wrows.is_some() {
+                                dlanes.refill(&dblocks);
+                            }
                             for ks in (0..g.k).step_by(kchunk) {
-                                kernels(&dblocks, &idx, ks..(ks + kchunk).min(g.k), o);
+                                kernels(&dblocks, &dlanes, &idx, ks..(ks + kchunk).min(g.k), o);
                             }
                         }
                     }

@@ -1,0 +1,380 @@
+//! The fp16 MAC cell with sixteen kernels across an AVX-512 register.
+//!
+//! The block kernels (`arith_avx512`) put a block's 64 lanes across registers: every
+//! (data block, weight block) pair pays horizontal reductions for the block exponent and
+//! the sums, and every lane is computed whether its data is zero or not. Here a data
+//! block meets sixteen kernels at once instead, one 32-bit register lane per kernel, and
+//! its lanes are taken one after the other, each broadcast against a row of sixteen
+//! weights ([`WeightRows`]: per operation and lane, the kernels side by side):
+//! - the block exponent of each kernel is a running maximum of the coarse sums, with no
+//!   horizontal step;
+//! - lanes whose data is zero are inactive (CSC masks them: they set no exponent and add
+//!   nothing), so they are skipped altogether ([`DataLanes`] lists the active lanes of
+//!   each block); after a ReLU about half of them are zero;
+//! - each product is exact in 32 bits (|mantissa| < 2^14, so |product| < 2^28); a lane
+//!   aligned by 0 or 4 bits adds the product shifted arithmetically, which is the exact
+//!   value or its floor, and so does one aligned by 8 bits when the product's low byte
+//!   is above 8 (the Booth multiplier's truncation loses nothing there,
+//!   `super::booth8_errors`); the others, active lanes aligned by 12 bits or more and the
+//!   8-bit ones with a low byte of 8 or less, are deferred to the Booth carry kernels
+//!   (`Deferred`) as the block kernels defer them;
+//! - eight products of at most 2^28 in magnitude stay below 2^31, so the 32-bit sums are
+//!   widened to 64 bits every eight lanes.
+//!
+//! The block results are those of [`Blocks::mac_deferred`] bit for bit (test
+//! `rows_match_the_block_kernel`). Used on CPUs with AVX-512 F and BW
+//! ([`super::arith_avx512::available`]).
+
+use super::{Blocks, Deferred, INACTIVE};
+use core::arch::x86_64::{
+    __m512i, _mm512_add_epi32, _mm512_add_epi64, _mm512_and_si512, _mm512_castsi512_si256,
+    _mm512_cmpeq_epi32_mask, _mm512_cmple_epu32_mask, _mm512_cvtepi32_epi64,
+    _mm512_extracti64x4_epi64, _mm512_load_si512, _mm512_madd_epi16, _mm512_mask_add_epi32,
+    _mm512_mask_cmple_epu32_mask, _mm512_mask_cmplt_epu32_mask, _mm512_maskz_compress_epi32,
+    _mm512_max_epi32, _mm512_mullo_epi32, _mm512_set1_epi32, _mm512_setr_epi32,
+    _mm512_setzero_si512, _mm512_slli_epi32, _mm512_srai_epi32, _mm512_srav_epi32,
+    _mm512_storeu_si512, _mm512_sub_epi32,
+};
+use safe_arch::m256i;
+
+/// Kernels computed together: one per 32-bit lane of a register.
+pub const WIDTH: usize = 16;
+
+/// Four times the coarse exponent of a zero weight: so far below every active lane's
+/// (four times a coarse sum is 0 to 56) that its shift is never below 2^19.
+const INACTIVE4: i32 = -(1 << 20);
+
+/// Shifts at or above this belong to inactive lanes.
+const INACTIVE_SHIFT: i32 = 1 << 19;
+
+/// One active lane of a data block: its index, four times its coarse exponent and its
+/// signed mantissa (the low 16 bits of `val`, the high 16 bits zero).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DataLane {
+    lane: u32,
+    coarse4: i32,
+    val: i32,
+}
+
+/// The active lanes of each block of a [`Blocks`].
+#[derive(Debug, Clone, Default)]
+pub struct DataLanes {
+    start: Vec<u32>,
+    lanes: Vec<DataLane>,
+}
+
+impl DataLanes {
+    /// The active lanes of every block of `b`.
+    pub fn new(b: &Blocks) -> Self {
+        let mut d = DataLanes::default();
+        d.extend(b);
+        d
+    }
+
+    /// Replaces the lanes by those of `b`.
+    pub fn refill(&mut self, b: &Blocks) {
+        self.start.clear();
+        self.lanes.clear();
+        self.extend(b);
+    }
+
+    fn extend(&mut self, b: &Blocks) {
+        self.start.push(0);
+        for (coarse, val) in b
+            .coarse
+            .chunks_exact(b.lanes)
+            .zip(b.val.chunks_exact(b.lanes))
+        {
+            for (i, (&c, &v)) in coarse.iter().zip(val).enumerate() {
+                if c != INACTIVE {
+                    self.lanes.push(DataLane {
+                        lane: i as u32,
+                        coarse4: 4 * i32::from(c),
+                        val: i32::from(v as u16),
+                    });
+                }
+            }
+            self.start.push(self.lanes.len() as u32);
+        }
+    }
+
+    /// The active lanes of block `i`.
+    pub fn block(&self, i: usize) -> &[DataLane] {
+        &self.lanes[self.start[i] as usize..self.start[i + 1] as usize]
+    }
+}
+
+/// One row of [`WIDTH`] kernels' values, aligned for the kernel's loads.
+#[derive(Debug, Clone, Copy)]
+#[repr(C, align(64))]
+struct Row([i32; WIDTH]);
+
+/// The weight blocks of a layer as rows of [`WIDTH`] kernels: for each group of kernels,
+/// operation and lane, four times the coarse exponents ([`INACTIVE4`] for a zero weight)
+/// and the signed mantissas (the low 16 bits, zero above). Kernels past the layer's are
+/// zero.
+#[derive(Debug, Clone)]
+pub struct WeightRows {
+    ops: usize,
+    lanes: usize,
+    kernels: usize,
+    coarse: Vec<Row>,
+    val: Vec<Row>,
+}
+
+impl WeightRows {
+    /// The rows of weight blocks `w` (block `k * ops + op` for kernel `k`), on CPUs with
+    /// AVX-512 F and BW; `None` elsewhere.
+    pub fn new(w: &Blocks, kernels: usize, ops: usize) -> Option<Self> {
+        if !super::arith_avx512::available() || w.len() != kernels * ops || kernels == 0 {
+            return None;
+        }
+        let lanes = w.lanes;
+        let n = kernels.div_ceil(WIDTH) * ops * lanes;
+        let (mut coarse, mut val) = (vec![Row([INACTIVE4; WIDTH]); n], vec![Row([0; WIDTH]); n]);
+        for k in 0..kernels {
+            let (g, j) = (k / WIDTH, k % WIDTH);
+            for op in 0..ops {
+                let src = (k * ops + op) * lanes;
+                let dst = (g * ops + op) * lanes;
+                for i in 0..lanes {
+                    let c = w.coarse[src + i];
+                    if c != INACTIVE {
+                        coarse[dst + i].0[j] = 4 * i32::from(c);
+                        val[dst + i].0[j] = i32::from(w.val[src + i] as u16);
+                    }
+                }
+            }
+        }
+        Some(WeightRows {
+            ops,
+            lanes,
+            kernels: kernels.next_multiple_of(WIDTH),
+            coarse,
+            val,
+        })
+    }
+
+    /// For the active lanes `d` of one data block, operation `op` and the kernels `ks`
+    /// (`ks.start` a multiple of [`WIDTH`]): each kernel `k`'s block exponent and the sum
+    /// of its aligned products except the deferred lanes, written at
+    /// `(k - ks.start) * stride + slot` of the two output slices, as
+    /// [`Blocks::mac_deferred`] gives them; the deferred lanes go to `deferred` with that
+    /// index as their owner. Blocks without NaN operands only.
+    #[allow(clippy::too_many_arguments)]
+    pub fn mac(
+        &self,
+        d: &[DataLane],
+        op: usize,
+        ks: std::ops::Range<usize>,
+        (stride, slot): (usize, usize),
+        (exps, sums): (&mut [u8], &mut [i64]),
+        deferred: &mut Deferred,
+    ) {
+        assert!(ks.start.is_multiple_of(WIDTH) && ks.end <= self.kernels && op < self.ops);
+        let mut k0 = ks.start;
+        while k0 < ks.end {
+            let m = WIDTH.min(ks.end - k0);
+            let g = k0 / WIDTH;
+            let rows = (g * self.ops + op) * self.lanes..(g * self.ops + op + 1) * self.lanes;
+            let (coarse, val) = (&self.coarse[rows.clone()], &self.val[rows]);
+            let owner = |j: usize| (k0 - ks.start + j) * stride + slot;
+            let pending = &mut deferred.rows;
+            pending.reserve(d.len() * WIDTH + WIDTH);
+            // SAFETY: `WeightRows` exists only where `available()` found AVX-512 F and BW
+            // (`WeightRows::new`).
+            #[allow(unsafe_code)]
+            let (max, sum) =
+                unsafe { mac_group(coarse, val, d, (owner(0) as i32, stride as i32), pending) };
+            for j in 0..m {
+                let o = owner(j);
+                let active = max[j] >= 0;
+                exps[o] = if active { max[j] as u8 } else { 0 };
+                sums[o] = if active { sum[j] } else { 0 };
+            }
+            k0 += m;
+        }
+    }
+}
+
+/// The row as a register.
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn load(r: &Row) -> __m512i {
+    // SAFETY: a `Row` is 64 readable bytes aligned to 64.
+    #[allow(unsafe_code)]
+    unsafe {
+        _mm512_load_si512(r.0.as_ptr().cast())
+    }
+}
+
+/// Lanes of [`WeightRows::mac`] left for the Booth multiplier: signed mantissas, shift
+/// and owning block, one entry per index of the four arrays, `n` of them. The arrays are
+/// kept at least [`WIDTH`] entries longer than `n` so that the kernel stores whole
+/// registers.
+#[derive(Debug, Clone, Default)]
+pub struct Pending {
+    n: usize,
+    d: Vec<i32>,
+    w: Vec<i32>,
+    shift: Vec<i32>,
+    owner: Vec<i32>,
+}
+
+impl Pending {
+    /// Room for `more` entries after the `n` there are, plus a register's.
+    fn reserve(&mut self, more: usize) {
+        let len = self.n + more + WIDTH;
+        if self.d.len() < len {
+            for v in [&mut self.d, &mut self.w, &mut self.shift, &mut self.owner] {
+                v.resize(len, 0);
+            }
+        }
+    }
+
+    /// Adds each entry's aligned product to `sums[owner]` and forgets the entries: up
+    /// to 16 bits, the floor of the exact product less the carry out of the Booth
+    /// multiplier's low bits (`booth_carries`), thirty-two at a time; beyond, the whole
+    /// multiplier.
+    pub fn resolve(&mut self, sums: &mut [i64]) {
+        const N: usize = super::arith_avx2::CARRY_LANES;
+        let n = self.n;
+        let (d, w, shift, owner) = (
+            &self.d[..n],
+            &self.w[..n],
+            &self.shift[..n],
+            &self.owner[..n],
+        );
+        for at in (0..n).step_by(N) {
+            let m = N.min(n - at);
+            // Padding lanes: zero products.
+            let (mut d16, mut w16, mut s16) = ([0i16; N], [0i16; N], [16u16; N]);
+            for j in 0..m {
+                d16[j] = d[at + j] as i16;
+                w16[j] = w[at + j] as i16;
+                s16[j] = shift[at + j].min(16) as u16;
+            }
+            // SAFETY: `Pending` is filled only by `mac_group`, which runs only where
+            // `arith_avx512::available()` found AVX-512 F and BW (`WeightRows::new`).
+            #[allow(unsafe_code)]
+            let carry = unsafe { super::arith_avx2::carries_avx512(&d16, &w16, &s16) };
+            for j in 0..m {
+                let (dv, wv, s) = (d[at + j], w[at + j], shift[at + j]);
+                let p = if s <= 16 {
+                    ((dv * wv) >> s) - i32::from(carry[j])
+                } else {
+                    let neg = (dv ^ wv) < 0;
+                    super::booth_product(neg, wv.unsigned_abs(), dv.unsigned_abs(), s as u32)
+                };
+                sums[owner[at + j] as usize] += i64::from(p);
+            }
+        }
+        self.n = 0;
+    }
+}
+
+/// Sixteen entries from `at` of `v` (which has them).
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn store(v: &mut [i32], at: usize, x: __m512i) {
+    let dst: &mut [i32; WIDTH] = (&mut v[at..at + WIDTH]).try_into().expect("reserved");
+    // SAFETY: `dst` is 64 writable bytes.
+    #[allow(unsafe_code)]
+    unsafe {
+        _mm512_storeu_si512(dst.as_mut_ptr().cast(), x)
+    }
+}
+
+/// One data block against one row group: per kernel four times the block exponent
+/// (-1 when no lane is active on both sides) and the sum of the aligned products that
+/// are not deferred. The deferred lanes go to `pending` (which has room for
+/// `WIDTH * (d.len() + 1)` more) with owner `base + j * stride` for kernel `j`.
+#[target_feature(enable = "avx512f,avx512bw")]
+fn mac_group(
+    coarse: &[Row],
+    val: &[Row],
+    d: &[DataLane],
+    (base, stride): (i32, i32),
+    pending: &mut Pending,
+) -> ([i32; WIDTH], [i64; WIDTH]) {
+    // The block exponents: the largest coarse sum per kernel (-1 before any active one).
+    let mut max = _mm512_set1_epi32(-1);
+    for l in d {
+        let c = _mm512_add_epi32(load(&coarse[l.lane as usize]), _mm512_set1_epi32(l.coarse4));
+        max = _mm512_max_epi32(max, c);
+    }
+    let eight = _mm512_set1_epi32(8);
+    let low_byte = _mm512_set1_epi32(0xff);
+    let inactive = _mm512_set1_epi32(INACTIVE_SHIFT);
+    let zero = _mm512_setzero_si512();
+    let owners = _mm512_add_epi32(
+        _mm512_set1_epi32(base),
+        _mm512_mullo_epi32(
+            _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+            _mm512_set1_epi32(stride),
+        ),
+    );
+    let (mut acc, mut lo, mut hi) = (zero, zero, zero);
+    let mut np = pending.n;
+    for (n, l) in d.iter().enumerate() {
+        let i = l.lane as usize;
+        // The shift in bits: 4 · (block exponent - coarse sum).
+        let a = _mm512_sub_epi32(max, _mm512_set1_epi32(l.coarse4));
+        let s = _mm512_sub_epi32(a, load(&coarse[i]));
+        // The exact product: the data's 16 bits against the weight's, high halves zero.
+        let w = load(&val[i]);
+        let dv = _mm512_set1_epi32(l.val);
+        let p = _mm512_madd_epi16(dv, w);
+        let q = _mm512_srav_epi32(p, s);
+        let near = _mm512_cmple_epu32_mask(s, eight);
+        let at8 = _mm512_cmpeq_epi32_mask(s, eight);
+        let fix8 = _mm512_mask_cmple_epu32_mask(at8, _mm512_and_si512(p, low_byte), eight);
+        acc = _mm512_mask_add_epi32(acc, near & !fix8, acc, q);
+        // Active lanes aligned by 12 bits or more, and the 8-bit lanes to fix, stored
+        // side by side (the stores past them are overwritten by the next).
+        let far = _mm512_mask_cmplt_epu32_mask(!near, s, inactive);
+        let bits = far | fix8;
+        store(
+            &mut pending.d,
+            np,
+            _mm512_srai_epi32::<16>(_mm512_slli_epi32::<16>(dv)),
+        );
+        store(
+            &mut pending.w,
+            np,
+            _mm512_maskz_compress_epi32(bits, _mm512_srai_epi32::<16>(_mm512_slli_epi32::<16>(w))),
+        );
+        store(&mut pending.shift, np, _mm512_maskz_compress_epi32(bits, s));
+        store(
+            &mut pending.owner,
+            np,
+            _mm512_maskz_compress_epi32(bits, owners),
+        );
+        np += bits.count_ones() as usize;
+        if n % 8 == 7 {
+            lo = _mm512_add_epi64(lo, _mm512_cvtepi32_epi64(_mm512_castsi512_si256(acc)));
+            hi = _mm512_add_epi64(
+                hi,
+                _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64::<1>(acc)),
+            );
+            acc = zero;
+        }
+    }
+    pending.n = np;
+    lo = _mm512_add_epi64(lo, _mm512_cvtepi32_epi64(_mm512_castsi512_si256(acc)));
+    hi = _mm512_add_epi64(
+        hi,
+        _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64::<1>(acc)),
+    );
+    let halves = |v: __m512i| -> [i64; 8] {
+        let a: [i64; 4] = m256i(_mm512_castsi512_si256(v)).into();
+        let b: [i64; 4] = m256i(_mm512_extracti64x4_epi64::<1>(v)).into();
+        [a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3]]
+    };
+    let (lo, hi) = (halves(lo), halves(hi));
+    let sum: [i64; WIDTH] = std::array::from_fn(|j| if j < 8 { lo[j] } else { hi[j - 8] });
+    let m0: [i32; 8] = m256i(_mm512_castsi512_si256(max)).into();
+    let m1: [i32; 8] = m256i(_mm512_extracti64x4_epi64::<1>(max)).into();
+    let max: [i32; WIDTH] = std::array::from_fn(|j| if j < 8 { m0[j] } else { m1[j - 8] });
+    (max, sum)
+}
