@@ -362,7 +362,7 @@ pub struct Blocks {
 }
 
 /// Active lanes a block may have for [`Blocks::mac_sparse`].
-const SPARSE_LANES: usize = 6;
+pub const SPARSE_LANES: usize = 6;
 
 /// The active lanes of a block, when it has at most [`SPARSE_LANES`] (`n` is `u8::MAX`
 /// for a block with more).
@@ -901,6 +901,71 @@ mod arith_avx512;
 mod arith_rows;
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 pub use arith_rows::{DataLanes, WeightRows, WIDTH as ROW_WIDTH};
+
+/// The weight rows need AVX-512: elsewhere they are never built.
+#[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+mod no_rows {
+    use super::Deferred;
+
+    /// Kernels of a row.
+    pub const ROW_WIDTH: usize = 16;
+
+    /// Never built on this architecture.
+    #[derive(Debug, Clone)]
+    pub enum WeightRows {}
+
+    impl WeightRows {
+        /// Never.
+        pub fn available() -> bool {
+            false
+        }
+
+        /// Never.
+        pub fn build(
+            _: usize,
+            _: usize,
+            _: usize,
+            _: impl Fn(usize, usize, &mut [u16]) + Sync,
+        ) -> Option<Self> {
+            None
+        }
+
+        /// Never called: there are no rows.
+        pub fn mac(
+            &self,
+            _: &[()],
+            _: usize,
+            _: std::ops::Range<usize>,
+            _: (usize, usize),
+            _: (&mut [u8], &mut [i64]),
+            _: &mut Deferred,
+        ) {
+            match *self {}
+        }
+    }
+
+    /// No lanes.
+    #[derive(Debug, Clone, Default)]
+    pub struct DataLanes;
+
+    impl DataLanes {
+        /// No lanes.
+        pub fn clear(&mut self) {}
+
+        /// No lanes.
+        pub fn push_block(&mut self, _: &[u16]) {}
+
+        /// No lanes.
+        pub fn append(&mut self, _: &DataLanes) {}
+
+        /// No lanes.
+        pub fn block(&self, _: usize) -> &[()] {
+            &[]
+        }
+    }
+}
+#[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+pub use no_rows::{DataLanes, WeightRows, ROW_WIDTH};
 
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 mod sse2 {
@@ -1673,18 +1738,10 @@ mod tests {
         // output), every (data block, kernel) of the weight rows against the Booth path,
         // over kernel chunks starting at any row and deferred lanes of many blocks
         // resolved together.
-        let Some(_) = WeightRows::new(
-            &{
-                let mut b = Blocks::new(32);
-                b.push_block(&[0x3c00]);
-                b
-            },
-            1,
-            1,
-        ) else {
+        if !WeightRows::available() {
             eprintln!("no AVX-512: the weight rows are not used on this CPU");
             return;
-        };
+        }
         let mut r = Rng(0x2075);
         let mut shifts = [0u32; 6];
         for it in 0..300 {
@@ -1697,15 +1754,13 @@ mod tests {
                     return h;
                 }
             };
-            let mut wb = Blocks::new(lanes);
-            let mut wh = Vec::new();
-            for _ in 0..kernels * ops {
-                let w: Vec<u16> = (0..lanes).map(|_| f16(&mut r, cw)).collect();
-                wb.push_block(&w);
-                wh.push(w);
-            }
-            let rows = WeightRows::new(&wb, kernels, ops).expect("AVX-512");
-            let mut db = Blocks::new(lanes);
+            let wh: Vec<Vec<u16>> = (0..kernels * ops)
+                .map(|_| (0..lanes).map(|_| f16(&mut r, cw)).collect())
+                .collect();
+            let rows = WeightRows::build(kernels, ops, lanes, |k, op, b| {
+                b.copy_from_slice(&wh[k * ops + op])
+            })
+            .expect("AVX-512");
             let dh: Vec<Vec<u16>> = (0..ops)
                 .map(|_| {
                     (0..lanes)
@@ -1713,8 +1768,8 @@ mod tests {
                         .collect()
                 })
                 .collect();
-            dh.iter().for_each(|d| db.push_block(d));
-            let dl = DataLanes::new(&db);
+            let mut dl = DataLanes::default();
+            dh.iter().for_each(|d| dl.push_block(d));
             let start = ROW_WIDTH * r.below(kernels.div_ceil(ROW_WIDTH) as u32) as usize;
             let ks = start..kernels;
             let (mut exps, mut sums) = (vec![0u8; ks.len() * ops], vec![0i64; ks.len() * ops]);
@@ -1750,13 +1805,12 @@ mod tests {
         // The largest products, 64 of them aligned by 0 bits: the 32-bit sums widen.
         for (d, w) in [(0x7bff, 0x7bff), (0x7bff, 0xfbff), (0xfbff, 0xfbff)] {
             let (dh, wh) = (vec![d; 64], vec![w; 64]);
-            let (mut wb, mut db) = (Blocks::new(64), Blocks::new(64));
-            wb.push_block(&wh);
-            db.push_block(&dh);
-            let rows = WeightRows::new(&wb, 1, 1).expect("AVX-512");
+            let rows =
+                WeightRows::build(1, 1, 64, |_, _, b| b.copy_from_slice(&wh)).expect("AVX-512");
             let (mut exps, mut sums) = ([0u8], [0i64]);
             let mut deferred = Deferred::default();
-            let dl = DataLanes::new(&db);
+            let mut dl = DataLanes::default();
+            dl.push_block(&dh);
             rows.mac(
                 dl.block(0),
                 0,

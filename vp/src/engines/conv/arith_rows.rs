@@ -21,11 +21,11 @@
 //! - eight products of at most 2^28 in magnitude stay below 2^31, so the 32-bit sums are
 //!   widened to 64 bits every eight lanes.
 //!
-//! The block results are those of [`Blocks::mac_deferred`] bit for bit (test
+//! The block results are those of `Blocks::mac_deferred` bit for bit (test
 //! `rows_match_the_block_kernel`). Used on CPUs with AVX-512 F and BW
 //! ([`super::arith_avx512::available`]).
 
-use super::{Blocks, Deferred, INACTIVE};
+use super::Deferred;
 use core::arch::x86_64::{
     __m512i, _mm512_add_epi32, _mm512_add_epi64, _mm512_and_si512, _mm512_castsi512_si256,
     _mm512_cmpeq_epi32_mask, _mm512_cmple_epu32_mask, _mm512_cvtepi32_epi64,
@@ -56,52 +56,68 @@ pub struct DataLane {
     val: i32,
 }
 
-/// The active lanes of each block of a [`Blocks`].
-#[derive(Debug, Clone, Default)]
+/// The active lanes of blocks of fp16 operands, block after block.
+#[derive(Debug, Clone)]
 pub struct DataLanes {
+    /// Where each block's lanes start, and where the last ends.
     start: Vec<u32>,
     lanes: Vec<DataLane>,
 }
 
-impl DataLanes {
-    /// The active lanes of every block of `b`.
-    pub fn new(b: &Blocks) -> Self {
-        let mut d = DataLanes::default();
-        d.extend(b);
-        d
-    }
-
-    /// Replaces the lanes by those of `b`.
-    pub fn refill(&mut self, b: &Blocks) {
-        self.start.clear();
-        self.lanes.clear();
-        self.extend(b);
-    }
-
-    fn extend(&mut self, b: &Blocks) {
-        self.start.push(0);
-        for (coarse, val) in b
-            .coarse
-            .chunks_exact(b.lanes)
-            .zip(b.val.chunks_exact(b.lanes))
-        {
-            for (i, (&c, &v)) in coarse.iter().zip(val).enumerate() {
-                if c != INACTIVE {
-                    self.lanes.push(DataLane {
-                        lane: i as u32,
-                        coarse4: 4 * i32::from(c),
-                        val: i32::from(v as u16),
-                    });
-                }
-            }
-            self.start.push(self.lanes.len() as u32);
+impl Default for DataLanes {
+    fn default() -> Self {
+        DataLanes {
+            start: vec![0],
+            lanes: Vec::new(),
         }
+    }
+}
+
+impl DataLanes {
+    /// Removes every block.
+    pub fn clear(&mut self) {
+        self.start.truncate(1);
+        self.lanes.clear();
+    }
+
+    /// Appends the block of fp16 bit patterns `h` (lane `i` is `h[i]`).
+    pub fn push_block(&mut self, h: &[u16]) {
+        for (i, &h) in h.iter().enumerate() {
+            if let Some((coarse4, val)) = decode(h) {
+                self.lanes.push(DataLane {
+                    lane: i as u32,
+                    coarse4,
+                    val,
+                });
+            }
+        }
+        self.start.push(self.lanes.len() as u32);
+    }
+
+    /// Appends the blocks of `other`.
+    pub fn append(&mut self, other: &DataLanes) {
+        let base = self.lanes.len() as u32;
+        self.lanes.extend_from_slice(&other.lanes);
+        self.start
+            .extend(other.start[1..].iter().map(|&s| base + s));
     }
 
     /// The active lanes of block `i`.
     pub fn block(&self, i: usize) -> &[DataLane] {
         &self.lanes[self.start[i] as usize..self.start[i + 1] as usize]
     }
+}
+
+/// An active operand (nonzero fp16 pattern) as the MAC cell takes it: four times its
+/// coarse exponent and its signed pre-shifted mantissa in 16 bits (zero-extended).
+#[inline]
+fn decode(h: u16) -> Option<(i32, i32)> {
+    let l = super::F16Lane::decode(h);
+    l.active.then(|| {
+        let m = l.mts as i16;
+        let v = if l.sign { -m } else { m };
+        (4 * i32::from(l.coarse), i32::from(v as u16))
+    })
 }
 
 /// One row of [`WIDTH`] kernels' values, aligned for the kernel's loads.
@@ -123,29 +139,48 @@ pub struct WeightRows {
 }
 
 impl WeightRows {
-    /// The rows of weight blocks `w` (block `k * ops + op` for kernel `k`), on CPUs with
-    /// AVX-512 F and BW; `None` elsewhere.
-    pub fn new(w: &Blocks, kernels: usize, ops: usize) -> Option<Self> {
-        if !super::arith_avx512::available() || w.len() != kernels * ops || kernels == 0 {
+    /// Whether this CPU computes weight rows (AVX-512 F and BW).
+    pub fn available() -> bool {
+        super::arith_avx512::available()
+    }
+
+    /// The rows of a layer's weights, on CPUs with AVX-512 F and BW (`None` elsewhere):
+    /// `fill(k, op, block)` writes kernel `k`'s fp16 bit patterns for operation `op`
+    /// (lane `i` at `block[i]`; `block` comes zeroed, with `lanes` lanes). Built on all
+    /// cores, a group of kernels each.
+    pub fn build(
+        kernels: usize,
+        ops: usize,
+        lanes: usize,
+        fill: impl Fn(usize, usize, &mut [u16]) + Sync,
+    ) -> Option<Self> {
+        use rayon::prelude::*;
+        if !Self::available() || kernels == 0 || ops == 0 || lanes == 0 {
             return None;
         }
-        let lanes = w.lanes;
-        let n = kernels.div_ceil(WIDTH) * ops * lanes;
+        let per_group = ops * lanes;
+        let n = kernels.div_ceil(WIDTH) * per_group;
         let (mut coarse, mut val) = (vec![Row([INACTIVE4; WIDTH]); n], vec![Row([0; WIDTH]); n]);
-        for k in 0..kernels {
-            let (g, j) = (k / WIDTH, k % WIDTH);
-            for op in 0..ops {
-                let src = (k * ops + op) * lanes;
-                let dst = (g * ops + op) * lanes;
-                for i in 0..lanes {
-                    let c = w.coarse[src + i];
-                    if c != INACTIVE {
-                        coarse[dst + i].0[j] = 4 * i32::from(c);
-                        val[dst + i].0[j] = i32::from(w.val[src + i] as u16);
+        coarse
+            .par_chunks_mut(per_group)
+            .zip(val.par_chunks_mut(per_group))
+            .enumerate()
+            .for_each(|(g, (coarse, val))| {
+                let mut block = vec![0u16; lanes];
+                for k in g * WIDTH..kernels.min((g + 1) * WIDTH) {
+                    let j = k % WIDTH;
+                    for op in 0..ops {
+                        block.fill(0);
+                        fill(k, op, &mut block);
+                        for (i, &h) in block.iter().enumerate() {
+                            if let Some((c4, v)) = decode(h) {
+                                coarse[op * lanes + i].0[j] = c4;
+                                val[op * lanes + i].0[j] = v;
+                            }
+                        }
                     }
                 }
-            }
-        }
+            });
         Some(WeightRows {
             ops,
             lanes,
@@ -159,7 +194,7 @@ impl WeightRows {
     /// (`ks.start` a multiple of [`WIDTH`]): each kernel `k`'s block exponent and the sum
     /// of its aligned products except the deferred lanes, written at
     /// `(k - ks.start) * stride + slot` of the two output slices, as
-    /// [`Blocks::mac_deferred`] gives them; the deferred lanes go to `deferred` with that
+    /// `Blocks::mac_deferred` gives them; the deferred lanes go to `deferred` with that
     /// index as their owner. Blocks without NaN operands only.
     #[allow(clippy::too_many_arguments)]
     pub fn mac(

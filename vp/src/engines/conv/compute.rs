@@ -13,8 +13,7 @@
 //! operation order exactly through [`super::arith`].
 
 use super::arith::{
-    acc48_add, block_nan, cacc_int_out, Blocks, DataLanes, Deferred, Fp48, MacF16, WeightColumns,
-    WeightRows, ROW_WIDTH,
+    acc48_add, block_nan, cacc_int_out, Blocks, Deferred, Fp48, MacF16, WeightColumns,
 };
 use super::cdma::{InputCube, Weights};
 use crate::engines::{check_cube, par_ranges, EngineError, Precision};
@@ -79,6 +78,9 @@ const MAX_PLANE_LANES: usize = 1 << 24;
 /// a row of outputs uses them.
 const CHUNK_BLOCKS: usize = 2048;
 
+#[path = "compute_rows.rs"]
+mod rows;
+
 /// One channel run of a MAC operation: kernel position and channels `c0..c0 + n`.
 #[derive(Debug, Clone, Copy)]
 struct Seg {
@@ -139,6 +141,9 @@ pub fn conv(
         });
     }
     if prec == Precision::Fp16 {
+        if let Some(out) = rows::conv(g, input, w, MAX_PLANE_LANES, rows::CHUNK_BYTES) {
+            return Ok(out);
+        }
         return conv_fp16(g, input, w, MAX_PLANE_LANES, CHUNK_BLOCKS);
     }
     let acc = conv_int(g, input, w)?;
@@ -358,12 +363,6 @@ fn conv_fp16(
     // Layers of few channels: the weights as columns over the kernels, so that a data
     // block meets many kernels at once.
     let columns = WeightColumns::new(&wblocks, g.k, nops, g.in_c);
-    // Other layers, on CPUs with AVX-512: the weights as rows of kernels, so that a data
-    // block's active lanes meet sixteen kernels at once.
-    let wrows = match columns {
-        None => WeightRows::new(&wblocks, g.k, nops),
-        Some(_) => None,
-    };
     // Direct convolution: the data block of an operation is one channel block at one
     // input position, so the padded input is decoded once into blocks per
     // (position, channel block) and operations refer to them by index. Image input
@@ -385,7 +384,6 @@ fn conv_fp16(
     for b in 0..input.batches {
         let mut dplane = Blocks::new(g.lanes);
         let mut dplane_nan: Vec<Option<MacF16>> = Vec::new();
-        let mut dplane_lanes = DataLanes::default();
         if planes {
             for yp in 0..hp {
                 for xp in 0..wp {
@@ -401,9 +399,6 @@ fn conv_fp16(
                     }
                 }
             }
-            if wrows.is_some() {
-                dplane_lanes = DataLanes::new(&dplane);
-            }
         }
         // Output rows in parallel; each output is independent and follows CACC order.
         let parts = par_ranges(oh, |rows| {
@@ -414,78 +409,59 @@ fn conv_fp16(
             let mut dblocks = Blocks::new(g.lanes);
             let mut dnans: Vec<Option<MacF16>> = vec![None; nops];
             let mut idx: Vec<usize> = (0..nops).collect();
-            // Kernels per chunk of deferred blocks (`chunk_blocks`), whole rows of
-            // kernels for the weight rows.
-            let mut kchunk = (chunk_blocks / nops.max(1)).max(1);
-            if wrows.is_some() {
-                kchunk = kchunk.next_multiple_of(ROW_WIDTH);
-            }
-            let mut dlanes = DataLanes::default();
+            // Kernels per chunk of deferred blocks (`chunk_blocks`).
+            let kchunk = (chunk_blocks / nops.max(1)).max(1);
             let mut deferred = Deferred::default();
             let (mut exps, mut sums) = (Vec::new(), Vec::new());
             let mut done: Vec<bool> = Vec::with_capacity(nops);
             // The blocks of a chunk of kernels at one output position first, with the
             // lanes that need the Booth multiplier deferred and resolved together; then
             // each kernel's accumulation in CACC order.
-            let mut kernels = |src: &Blocks,
-                               lanes: &DataLanes,
-                               idx: &[usize],
-                               ks: std::ops::Range<usize>,
-                               out: &mut [u32]| {
-                exps.clear();
-                sums.clear();
-                exps.resize(ks.len() * nops, 0);
-                sums.resize(ks.len() * nops, 0);
-                // Operations whose data block the weight columns took, for every
-                // kernel of the chunk at once.
-                done.clear();
-                done.extend(idx.iter().enumerate().map(|(oi, &i)| {
-                    columns.as_ref().is_some_and(|cols| {
-                        let at = (nops, oi);
-                        cols.mac(src, i, oi, ks.clone(), at, (&mut exps, &mut sums))
-                    })
-                }));
-                if let Some(rows) = &wrows {
-                    for (oi, &i) in idx.iter().enumerate() {
-                        rows.mac(
-                            lanes.block(i),
-                            oi,
-                            ks.clone(),
-                            (nops, oi),
-                            (&mut exps, &mut sums),
-                            &mut deferred,
-                        );
-                    }
-                }
-                for k in ks.clone().filter(|_| wrows.is_none()) {
-                    for (oi, &i) in idx.iter().enumerate() {
-                        if done[oi] {
-                            continue;
-                        }
-                        let slot = (k - ks.start) * nops + oi;
-                        let (e, s) = src.mac_deferred(
-                            i,
-                            &wblocks,
-                            k * nops + oi,
-                            slot as u32,
-                            &mut deferred,
-                        );
-                        exps[slot] = e;
-                        sums[slot] = s;
-                    }
-                }
-                deferred.resolve(&mut sums);
-                for (k, (ke, ksum)) in ks.zip(exps.chunks_exact(nops).zip(sums.chunks_exact(nops)))
-                {
-                    // Exactly, in one sum, when no step of CACC's order can round.
-                    let acc = Fp48::sum_exact(ke, ksum).unwrap_or_else(|| {
-                        ke.iter().zip(ksum).fold(Fp48::default(), |acc, (&e, &s)| {
-                            acc.accumulate(MacF16::from_sum(e, s))
+            let mut kernels =
+                |src: &Blocks, idx: &[usize], ks: std::ops::Range<usize>, out: &mut [u32]| {
+                    exps.clear();
+                    sums.clear();
+                    exps.resize(ks.len() * nops, 0);
+                    sums.resize(ks.len() * nops, 0);
+                    // Operations whose data block the weight columns took, for every
+                    // kernel of the chunk at once.
+                    done.clear();
+                    done.extend(idx.iter().enumerate().map(|(oi, &i)| {
+                        columns.as_ref().is_some_and(|cols| {
+                            let at = (nops, oi);
+                            cols.mac(src, i, oi, ks.clone(), at, (&mut exps, &mut sums))
                         })
-                    });
-                    out[k] = acc.to_f32_bits();
-                }
-            };
+                    }));
+                    for k in ks.clone() {
+                        for (oi, &i) in idx.iter().enumerate() {
+                            if done[oi] {
+                                continue;
+                            }
+                            let slot = (k - ks.start) * nops + oi;
+                            let (e, s) = src.mac_deferred(
+                                i,
+                                &wblocks,
+                                k * nops + oi,
+                                slot as u32,
+                                &mut deferred,
+                            );
+                            exps[slot] = e;
+                            sums[slot] = s;
+                        }
+                    }
+                    deferred.resolve(&mut sums);
+                    for (k, (ke, ksum)) in
+                        ks.zip(exps.chunks_exact(nops).zip(sums.chunks_exact(nops)))
+                    {
+                        // Exactly, in one sum, when no step of CACC's order can round.
+                        let acc = Fp48::sum_exact(ke, ksum).unwrap_or_else(|| {
+                            ke.iter().zip(ksum).fold(Fp48::default(), |acc, (&e, &s)| {
+                                acc.accumulate(MacF16::from_sum(e, s))
+                            })
+                        });
+                        out[k] = acc.to_f32_bits();
+                    }
+                };
             // One output's kernels with a NaN operand somewhere: block by block.
             let with_nans =
                 |src: &Blocks, idx: &[usize], nans: &[Option<MacF16>], out: &mut [u32]| {
@@ -529,8 +505,7 @@ fn conv_fp16(
                         let ks = ks..(ks + kchunk).min(g.k);
                         for ox in (0..ow).filter(|&ox| !nan_at[ox]) {
                             idx_at(ox, &mut idx);
-                            let o = &mut row[ox * g.k..][..g.k];
-                            kernels(&dplane, &dplane_lanes, &idx, ks.clone(), o);
+                            kernels(&dplane, &idx, ks.clone(), &mut row[ox * g.k..][..g.k]);
                         }
                     }
                 } else {
@@ -551,11 +526,8 @@ fn conv_fp16(
                         if any_wnan || dnans.iter().any(Option::is_some) {
                             with_nans(&dblocks, &idx, &dnans, o);
                         } else {
-                            if wrows.is_some() {
-                                dlanes.refill(&dblocks);
-                            }
                             for ks in (0..g.k).step_by(kchunk) {
-                                kernels(&dblocks, &dlanes, &idx, ks..(ks + kchunk).min(g.k), o);
+                                kernels(&dblocks, &idx, ks..(ks + kchunk).min(g.k), o);
                             }
                         }
                     }
@@ -766,6 +738,7 @@ mod tests {
     fn fp16_matches_booth_path_random_geometries() {
         let mut s = 0xf16u64;
         let mut ext_cases = 0;
+        let (mut rows_cases, mut nan_rows_cases) = (0, 0);
         for case in 0..80 {
             let r = 1 + (lcg(&mut s) % 3) as usize;
             let q = 1 + (lcg(&mut s) % 3) as usize;
@@ -835,8 +808,41 @@ mod tests {
             // One kernel per chunk of deferred blocks.
             let got = conv_fp16(&g, &input, &w, usize::MAX, 1).unwrap();
             assert_eq!(got.data, want, "case {case}, chunks of one kernel: {g:?}");
+            // The weight rows (AVX-512, more than SPARSE_LANES channels, no NaN weight):
+            // per position and in chunks of one row of kernels too.
+            for (planes, chunk) in [(usize::MAX, rows::CHUNK_BYTES), (0, 1)] {
+                if let Some(got) = rows::conv(&g, &input, &w, planes, chunk) {
+                    assert_eq!(got.data, want, "case {case} on weight rows: {g:?}");
+                    rows_cases += 1;
+                }
+            }
+            // NaN and infinity in the data only: the rows take them.
+            if case % 5 == 4 {
+                let finite = Weights {
+                    data: w
+                        .data
+                        .iter()
+                        .map(|&v| if v & 0x7c00 == 0x7c00 { 0x3c00 } else { v })
+                        .collect(),
+                    ..w.clone()
+                };
+                let want = fp16_reference(&g, &input, &finite);
+                if let Some(got) = rows::conv(&g, &input, &finite, usize::MAX, 1) {
+                    assert_eq!(
+                        got.data, want,
+                        "case {case} on weight rows with NaN data: {g:?}"
+                    );
+                    nan_rows_cases += 1;
+                }
+            }
         }
         assert!(ext_cases >= 5, "{ext_cases} post-extension cases");
+        if super::super::arith::WeightRows::available() {
+            assert!(
+                rows_cases >= 40 && nan_rows_cases >= 5,
+                "{rows_cases} {nan_rows_cases}"
+            );
+        }
     }
 
     #[test]
