@@ -915,6 +915,9 @@ mod no_rows {
     pub enum WeightRows {}
 
     impl WeightRows {
+        /// As on x86_64.
+        pub const MAX_OWNERS: usize = 1 << 23;
+
         /// Never.
         pub fn available() -> bool {
             false

@@ -27,13 +27,14 @@
 
 use super::Deferred;
 use core::arch::x86_64::{
-    __m512i, _mm512_add_epi32, _mm512_add_epi64, _mm512_and_si512, _mm512_castsi512_si256,
-    _mm512_cmpeq_epi32_mask, _mm512_cmple_epu32_mask, _mm512_cvtepi32_epi64,
-    _mm512_extracti64x4_epi64, _mm512_load_si512, _mm512_madd_epi16, _mm512_mask_add_epi32,
-    _mm512_mask_cmple_epu32_mask, _mm512_mask_cmplt_epu32_mask, _mm512_maskz_compress_epi32,
-    _mm512_max_epi32, _mm512_mullo_epi32, _mm512_set1_epi32, _mm512_setr_epi32,
+    __m512i, _mm256_storeu_si256, _mm512_add_epi32, _mm512_add_epi64, _mm512_and_si512,
+    _mm512_castsi512_si256, _mm512_cmpeq_epi32_mask, _mm512_cmple_epu32_mask,
+    _mm512_cvtepi32_epi16, _mm512_cvtepi32_epi64, _mm512_extracti64x4_epi64, _mm512_load_si512,
+    _mm512_loadu_si512, _mm512_madd_epi16, _mm512_mask_add_epi32, _mm512_mask_cmple_epu32_mask,
+    _mm512_mask_cmplt_epu32_mask, _mm512_maskz_compress_epi32, _mm512_max_epi32, _mm512_min_epu32,
+    _mm512_mullo_epi32, _mm512_or_si512, _mm512_set1_epi32, _mm512_setr_epi32,
     _mm512_setzero_si512, _mm512_slli_epi32, _mm512_srai_epi32, _mm512_srav_epi32,
-    _mm512_storeu_si512, _mm512_sub_epi32,
+    _mm512_srli_epi32, _mm512_storeu_si512, _mm512_sub_epi32,
 };
 use safe_arch::m256i;
 
@@ -139,9 +140,13 @@ pub struct WeightRows {
 }
 
 impl WeightRows {
+    /// Bound on the output indices [`WeightRows::mac`] takes (the deferred lanes keep
+    /// them in 24 bits beside an 8-bit shift).
+    pub const MAX_OWNERS: usize = 1 << 23;
+
     /// Whether this CPU computes weight rows (AVX-512 F and BW).
     pub fn available() -> bool {
-        super::arith_avx512::available()
+        super::arith_avx512::available() && std::arch::is_x86_feature_detected!("popcnt")
     }
 
     /// The rows of a layer's weights, on CPUs with AVX-512 F and BW (`None` elsewhere):
@@ -207,6 +212,7 @@ impl WeightRows {
         deferred: &mut Deferred,
     ) {
         assert!(ks.start.is_multiple_of(WIDTH) && ks.end <= self.kernels && op < self.ops);
+        assert!((ks.len() + WIDTH) * stride + slot < Self::MAX_OWNERS);
         let mut k0 = ks.start;
         while k0 < ks.end {
             let m = WIDTH.min(ks.end - k0);
@@ -217,7 +223,7 @@ impl WeightRows {
             let pending = &mut deferred.rows;
             pending.reserve(d.len() * WIDTH + WIDTH);
             // SAFETY: `WeightRows` exists only where `available()` found AVX-512 F and BW
-            // (`WeightRows::new`).
+            // and POPCNT (`WeightRows::build`).
             #[allow(unsafe_code)]
             let (max, sum) =
                 unsafe { mac_group(coarse, val, d, (owner(0) as i32, stride as i32), pending) };
@@ -243,68 +249,104 @@ fn load(r: &Row) -> __m512i {
     }
 }
 
-/// Lanes of [`WeightRows::mac`] left for the Booth multiplier: signed mantissas, shift
-/// and owning block, one entry per index of the four arrays, `n` of them. The arrays are
-/// kept at least [`WIDTH`] entries longer than `n` so that the kernel stores whole
-/// registers.
+/// Lanes of [`WeightRows::mac`] left for the Booth multiplier, `n` of them: signed
+/// mantissas as `w | d << 16` in `operands`, and `shift | owner << 8` (the shift in bits,
+/// the owning block's index) in `keys`. The arrays are kept at least [`WIDTH`] entries
+/// longer than `n` so that the kernel stores whole registers.
 #[derive(Debug, Clone, Default)]
 pub struct Pending {
     n: usize,
-    d: Vec<i32>,
-    w: Vec<i32>,
-    shift: Vec<i32>,
-    owner: Vec<i32>,
+    operands: Vec<i32>,
+    keys: Vec<i32>,
 }
 
 impl Pending {
-    /// Room for `more` entries after the `n` there are, plus a register's.
+    /// Room for `more` entries after the `n` there are, plus two registers' (the kernel
+    /// stores whole registers, `resolve` reads thirty-two entries at a time).
     fn reserve(&mut self, more: usize) {
-        let len = self.n + more + WIDTH;
-        if self.d.len() < len {
-            for v in [&mut self.d, &mut self.w, &mut self.shift, &mut self.owner] {
-                v.resize(len, 0);
-            }
+        let len = self.n + more + 2 * WIDTH;
+        if self.operands.len() < len {
+            self.operands.resize(len, 0);
+            self.keys.resize(len, 0);
         }
     }
 
     /// Adds each entry's aligned product to `sums[owner]` and forgets the entries: up
     /// to 16 bits, the floor of the exact product less the carry out of the Booth
-    /// multiplier's low bits (`booth_carries`), thirty-two at a time; beyond, the whole
-    /// multiplier.
+    /// multiplier's low bits (`booth_carries`); beyond, the whole multiplier.
     pub fn resolve(&mut self, sums: &mut [i64]) {
-        const N: usize = super::arith_avx2::CARRY_LANES;
-        let n = self.n;
-        let (d, w, shift, owner) = (
-            &self.d[..n],
-            &self.w[..n],
-            &self.shift[..n],
-            &self.owner[..n],
-        );
-        for at in (0..n).step_by(N) {
-            let m = N.min(n - at);
-            // Padding lanes: zero products.
-            let (mut d16, mut w16, mut s16) = ([0i16; N], [0i16; N], [16u16; N]);
-            for j in 0..m {
-                d16[j] = d[at + j] as i16;
-                w16[j] = w[at + j] as i16;
-                s16[j] = shift[at + j].min(16) as u16;
-            }
-            // SAFETY: `Pending` is filled only by `mac_group`, which runs only where
-            // `arith_avx512::available()` found AVX-512 F and BW (`WeightRows::new`).
-            #[allow(unsafe_code)]
-            let carry = unsafe { super::arith_avx2::carries_avx512(&d16, &w16, &s16) };
-            for j in 0..m {
-                let (dv, wv, s) = (d[at + j], w[at + j], shift[at + j]);
-                let p = if s <= 16 {
-                    ((dv * wv) >> s) - i32::from(carry[j])
-                } else {
-                    let neg = (dv ^ wv) < 0;
-                    super::booth_product(neg, wv.unsigned_abs(), dv.unsigned_abs(), s as u32)
-                };
-                sums[owner[at + j] as usize] += i64::from(p);
-            }
-        }
+        // SAFETY: `Pending` is filled only by `mac_group`, which runs only where
+        // `arith_avx512::available()` found AVX-512 F and BW (`WeightRows::build`).
+        #[allow(unsafe_code)]
+        unsafe {
+            resolve(&self.operands, &self.keys, self.n, sums)
+        };
         self.n = 0;
+    }
+}
+
+/// [`Pending::resolve`] on the first `n` entries, thirty-two at a time (`operands` and
+/// `keys` hold at least `n` rounded up to 32).
+#[target_feature(enable = "avx512f,avx512bw")]
+fn resolve(operands: &[i32], keys: &[i32], n: usize, sums: &mut [i64]) {
+    const N: usize = super::arith_avx2::CARRY_LANES;
+    let (mut d16, mut w16, mut s16) = ([0i16; N], [0i16; N], [0i16; N]);
+    let (mut v, mut sh, mut owner) = ([0i32; N], [0i32; N], [0i32; N]);
+    let low_byte = _mm512_set1_epi32(0xff);
+    let sixteen = _mm512_set1_epi32(16);
+    for at in (0..n).step_by(N) {
+        for h in 0..2 {
+            let o = load_at(operands, at + h * WIDTH);
+            let k = load_at(keys, at + h * WIDTH);
+            let d = _mm512_srai_epi32::<16>(o);
+            let w = _mm512_srai_epi32::<16>(_mm512_slli_epi32::<16>(o));
+            let s = _mm512_and_si512(k, low_byte);
+            let part = h * WIDTH..(h + 1) * WIDTH;
+            store_words(&mut d16[part.clone()], d);
+            store_words(&mut w16[part.clone()], w);
+            store_words(&mut s16[part.clone()], _mm512_min_epu32(s, sixteen));
+            // The floor of the aligned product (less the carry, right up to 16 bits).
+            let p = _mm512_srav_epi32(_mm512_mullo_epi32(d, w), s);
+            store(&mut v, h * WIDTH, p);
+            store(&mut sh, h * WIDTH, s);
+            store(&mut owner, h * WIDTH, _mm512_srli_epi32::<8>(k));
+        }
+        let s16 = s16.map(|x| x as u16);
+        let carry = super::arith_avx2::booth_carries(&d16, &w16, &s16);
+        for j in 0..N.min(n - at) {
+            let p = if sh[j] <= 16 {
+                v[j] - i32::from(carry[j])
+            } else {
+                let (dv, wv) = (i32::from(d16[j]), i32::from(w16[j]));
+                let neg = (dv ^ wv) < 0;
+                super::booth_product(neg, wv.unsigned_abs(), dv.unsigned_abs(), sh[j] as u32)
+            };
+            sums[owner[j] as usize] += i64::from(p);
+        }
+    }
+}
+
+/// The low 16 bits of each lane of `x` into `dst` (sixteen entries).
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn store_words(dst: &mut [i16], x: __m512i) {
+    let dst: &mut [i16; WIDTH] = dst.try_into().expect("sixteen entries");
+    // SAFETY: `dst` is 32 writable bytes.
+    #[allow(unsafe_code)]
+    unsafe {
+        _mm256_storeu_si256(dst.as_mut_ptr().cast(), _mm512_cvtepi32_epi16(x))
+    }
+}
+
+/// Sixteen entries of `v` from `at` as a register.
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn load_at(v: &[i32], at: usize) -> __m512i {
+    let src: &[i32; WIDTH] = v[at..at + WIDTH].try_into().expect("reserved");
+    // SAFETY: `src` is 64 readable bytes.
+    #[allow(unsafe_code)]
+    unsafe {
+        _mm512_loadu_si512(src.as_ptr().cast())
     }
 }
 
@@ -324,7 +366,7 @@ fn store(v: &mut [i32], at: usize, x: __m512i) {
 /// (-1 when no lane is active on both sides) and the sum of the aligned products that
 /// are not deferred. The deferred lanes go to `pending` (which has room for
 /// `WIDTH * (d.len() + 1)` more) with owner `base + j * stride` for kernel `j`.
-#[target_feature(enable = "avx512f,avx512bw")]
+#[target_feature(enable = "avx512f,avx512bw,popcnt")]
 fn mac_group(
     coarse: &[Row],
     val: &[Row],
@@ -342,13 +384,14 @@ fn mac_group(
     let low_byte = _mm512_set1_epi32(0xff);
     let inactive = _mm512_set1_epi32(INACTIVE_SHIFT);
     let zero = _mm512_setzero_si512();
-    let owners = _mm512_add_epi32(
+    // `owner << 8` per kernel, for the deferred lanes' keys.
+    let owners = _mm512_slli_epi32::<8>(_mm512_add_epi32(
         _mm512_set1_epi32(base),
         _mm512_mullo_epi32(
             _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
             _mm512_set1_epi32(stride),
         ),
-    );
+    ));
     let (mut acc, mut lo, mut hi) = (zero, zero, zero);
     let mut np = pending.n;
     for (n, l) in d.iter().enumerate() {
@@ -369,21 +412,17 @@ fn mac_group(
         // side by side (the stores past them are overwritten by the next).
         let far = _mm512_mask_cmplt_epu32_mask(!near, s, inactive);
         let bits = far | fix8;
+        let operands = _mm512_or_si512(w, _mm512_set1_epi32(l.val << 16));
+        let keys = _mm512_or_si512(s, owners);
         store(
-            &mut pending.d,
+            &mut pending.operands,
             np,
-            _mm512_srai_epi32::<16>(_mm512_slli_epi32::<16>(dv)),
+            _mm512_maskz_compress_epi32(bits, operands),
         );
         store(
-            &mut pending.w,
+            &mut pending.keys,
             np,
-            _mm512_maskz_compress_epi32(bits, _mm512_srai_epi32::<16>(_mm512_slli_epi32::<16>(w))),
-        );
-        store(&mut pending.shift, np, _mm512_maskz_compress_epi32(bits, s));
-        store(
-            &mut pending.owner,
-            np,
-            _mm512_maskz_compress_epi32(bits, owners),
+            _mm512_maskz_compress_epi32(bits, keys),
         );
         np += bits.count_ones() as usize;
         if n % 8 == 7 {

@@ -52,6 +52,9 @@ pub(super) fn conv(
     // Kernels per chunk: whole rows, as many as fit in `chunk_bytes`.
     let groups = (chunk_bytes / (nops * lanes * 2 * 64)).max(1);
     let kchunk = groups * ROW_WIDTH;
+    if (kchunk + ROW_WIDTH) * nops >= WeightRows::MAX_OWNERS {
+        return None;
+    }
     // The padded input decoded once into blocks per (position, channel block), which
     // operations refer to by index (as `conv_fp16` does); larger inputs per position.
     let hp = (oh - 1) * g.sy + (g.r - 1) * g.dy + 1;
