@@ -905,7 +905,7 @@ pub use arith_rows::{DataLanes, WeightRows, WIDTH as ROW_WIDTH};
 /// The weight rows need AVX-512: elsewhere they are never built.
 #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
 mod no_rows {
-    use super::Deferred;
+    use super::{Deferred, Fp48};
 
     /// Kernels of a row.
     pub const ROW_WIDTH: usize = 16;
@@ -931,6 +931,11 @@ mod no_rows {
             _: impl Fn(usize, usize, &mut [u16]) + Sync,
         ) -> Option<Self> {
             None
+        }
+
+        /// Never called: there are no rows.
+        pub fn sum_exact(&self, _: &[u8], _: &[i64], _: usize, _: usize) -> [Option<Fp48>; 16] {
+            match *self {}
         }
 
         /// Never called: there are no rows.
@@ -1195,6 +1200,13 @@ impl Fp48 {
                 ones |= v.unsigned_abs();
             }
         }
+        Self::from_exact(emin, total, magnitude, ones)
+    }
+
+    /// The end of [`Fp48::sum_exact`]: the accumulator holding `total` (in units of
+    /// `2^(emin + 51)`), when the magnitudes summing to `magnitude` (ORed into `ones`)
+    /// meet its condition; `None` otherwise.
+    pub fn from_exact(emin: u8, total: i128, magnitude: u128, ones: u128) -> Option<Fp48> {
         let zeros = ones.trailing_zeros();
         let lo = i32::from(emin) + 51 + zeros as i32;
         // Every result and the sum of their magnitudes below 2^(lo + 37).

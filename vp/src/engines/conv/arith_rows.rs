@@ -25,16 +25,19 @@
 //! `rows_match_the_block_kernel`). Used on CPUs with AVX-512 F and BW
 //! ([`super::arith_avx512::available`]).
 
-use super::Deferred;
+use super::{Deferred, Fp48};
 use core::arch::x86_64::{
-    __m512i, _mm256_storeu_si256, _mm512_add_epi32, _mm512_add_epi64, _mm512_and_si512,
-    _mm512_castsi512_si256, _mm512_cmpeq_epi32_mask, _mm512_cmple_epu32_mask,
-    _mm512_cvtepi32_epi16, _mm512_cvtepi32_epi64, _mm512_extracti64x4_epi64, _mm512_load_si512,
-    _mm512_loadu_si512, _mm512_madd_epi16, _mm512_mask_add_epi32, _mm512_mask_cmple_epu32_mask,
-    _mm512_mask_cmplt_epu32_mask, _mm512_maskz_compress_epi32, _mm512_max_epi32, _mm512_min_epu32,
-    _mm512_mullo_epi32, _mm512_or_si512, _mm512_set1_epi32, _mm512_setr_epi32,
-    _mm512_setzero_si512, _mm512_slli_epi32, _mm512_srai_epi32, _mm512_srav_epi32,
-    _mm512_srli_epi32, _mm512_storeu_si512, _mm512_sub_epi32,
+    __m512i, _mm256_storeu_si256, _mm512_abs_epi64, _mm512_add_epi32, _mm512_add_epi64,
+    _mm512_and_si512, _mm512_castsi512_si256, _mm512_cmpeq_epi32_mask, _mm512_cmpeq_epi64_mask,
+    _mm512_cmple_epi64_mask, _mm512_cmple_epu32_mask, _mm512_cvtepi32_epi16, _mm512_cvtepi32_epi64,
+    _mm512_cvtepu8_epi64, _mm512_extracti64x4_epi64, _mm512_load_si512, _mm512_loadu_si512,
+    _mm512_madd_epi16, _mm512_mask_add_epi32, _mm512_mask_cmple_epu32_mask,
+    _mm512_mask_cmplt_epu32_mask, _mm512_mask_max_epu64, _mm512_mask_min_epu64,
+    _mm512_maskz_compress_epi32, _mm512_max_epi32, _mm512_min_epu32, _mm512_mullo_epi32,
+    _mm512_or_si512, _mm512_set1_epi32, _mm512_set1_epi64, _mm512_setr_epi32, _mm512_setzero_si512,
+    _mm512_slli_epi32, _mm512_slli_epi64, _mm512_sllv_epi64, _mm512_srai_epi32, _mm512_srai_epi64,
+    _mm512_srav_epi32, _mm512_srli_epi32, _mm512_storeu_si512, _mm512_sub_epi32, _mm512_sub_epi64,
+    _mm512_test_epi64_mask, _mm_loadl_epi64,
 };
 use safe_arch::m256i;
 
@@ -193,6 +196,26 @@ impl WeightRows {
             coarse,
             val,
         })
+    }
+
+    /// [`Fp48::sum_exact`] of [`WIDTH`] kernels at once: kernel `j`'s block results for
+    /// operation `op` at `op * stride + j` of `exps` and `sums` (`stride` at least
+    /// [`WIDTH`]). Eight kernels to a register: the lowest exponent, then the sum in
+    /// 64-bit lanes when the exponents' spread leaves room for it (else the scalar sum).
+    pub fn sum_exact(
+        &self,
+        exps: &[u8],
+        sums: &[i64],
+        ops: usize,
+        stride: usize,
+    ) -> [Option<Fp48>; WIDTH] {
+        let end = (ops.max(1) - 1) * stride + WIDTH;
+        assert!(stride >= WIDTH && ops > 0 && exps.len() >= end && sums.len() >= end);
+        // SAFETY: `self` exists only where `available()` found AVX-512 F.
+        #[allow(unsafe_code)]
+        unsafe {
+            sum_exact16(exps, sums, ops, stride)
+        }
     }
 
     /// For the active lanes `d` of one data block, operation `op` and the kernels `ks`
@@ -451,4 +474,90 @@ fn mac_group(
     let m1: [i32; 8] = m256i(_mm512_extracti64x4_epi64::<1>(max)).into();
     let max: [i32; WIDTH] = std::array::from_fn(|j| if j < 8 { m0[j] } else { m1[j - 8] });
     (max, sum)
+}
+
+#[target_feature(enable = "avx512f")]
+fn sum_exact16(exps: &[u8], sums: &[i64], ops: usize, stride: usize) -> [Option<Fp48>; WIDTH] {
+    let mut out = [None; WIDTH];
+    // Spreads of exponents for which every shifted 38-bit mantissa and the sum of `ops`
+    // magnitudes stay below 2^63.
+    let limit = 63 - 38 - i64::from(usize::BITS - ops.leading_zeros());
+    for half in 0..2 {
+        let at = |op: usize| op * stride + half * 8;
+        let (mut emin, mut emax) = (_mm512_set1_epi64(255), _mm512_setzero_si512());
+        let mut nan: u8 = 0;
+        for op in 0..ops {
+            let (e, m) = load_results(exps, sums, at(op));
+            let nonzero = _mm512_test_epi64_mask(m, m);
+            nan |= nonzero & _mm512_cmpeq_epi64_mask(e, _mm512_set1_epi64(0x3f));
+            emin = _mm512_mask_min_epu64(emin, nonzero, emin, e);
+            emax = _mm512_mask_max_epu64(emax, nonzero, emax, e);
+        }
+        let fits =
+            !nan & _mm512_cmple_epi64_mask(_mm512_sub_epi64(emax, emin), _mm512_set1_epi64(limit));
+        let (mut total, mut magnitude, mut ones) = (
+            _mm512_setzero_si512(),
+            _mm512_setzero_si512(),
+            _mm512_setzero_si512(),
+        );
+        if fits != 0 {
+            for op in 0..ops {
+                let (e, m) = load_results(exps, sums, at(op));
+                // Zero mantissas (whose exponent may be below the lowest) shift to 0.
+                let v = _mm512_sllv_epi64(m, _mm512_sub_epi64(e, emin));
+                total = _mm512_add_epi64(total, v);
+                let a = _mm512_abs_epi64(v);
+                magnitude = _mm512_add_epi64(magnitude, a);
+                ones = _mm512_or_si512(ones, a);
+            }
+        }
+        let (emin, total) = (lanes64(emin), lanes64(total));
+        let (magnitude, ones) = (lanes64(magnitude), lanes64(ones));
+        for j in 0..8 {
+            out[half * 8 + j] = if nan & (1 << j) != 0 {
+                None
+            } else if emin[j] == 255 {
+                Some(Fp48::default())
+            } else if fits & (1 << j) != 0 {
+                Fp48::from_exact(
+                    emin[j] as u8,
+                    i128::from(total[j]),
+                    u128::from(magnitude[j] as u64),
+                    u128::from(ones[j] as u64),
+                )
+            } else {
+                let e: Vec<u8> = (0..ops).map(|op| exps[at(op) + j]).collect();
+                let m: Vec<i64> = (0..ops).map(|op| sums[at(op) + j]).collect();
+                Fp48::sum_exact(&e, &m)
+            };
+        }
+    }
+    out
+}
+
+/// Eight block results from `at`: exponents and mantissas (sign-extended from 38 bits,
+/// as CACC takes them).
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn load_results(exps: &[u8], sums: &[i64], at: usize) -> (__m512i, __m512i) {
+    let e: &[u8; 8] = exps[at..at + 8].try_into().expect("eight results");
+    let m: &[i64; 8] = sums[at..at + 8].try_into().expect("eight results");
+    // SAFETY: `e` is 8 readable bytes, `m` 64.
+    #[allow(unsafe_code)]
+    let (e, m) = unsafe {
+        (
+            _mm512_cvtepu8_epi64(_mm_loadl_epi64(e.as_ptr().cast())),
+            _mm512_loadu_si512(m.as_ptr().cast()),
+        )
+    };
+    (e, _mm512_srai_epi64::<26>(_mm512_slli_epi64::<26>(m)))
+}
+
+/// The eight 64-bit lanes of `v`.
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn lanes64(v: __m512i) -> [i64; 8] {
+    let a: [i64; 4] = m256i(_mm512_castsi512_si256(v)).into();
+    let b: [i64; 4] = m256i(_mm512_extracti64x4_epi64::<1>(v)).into();
+    [a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3]]
 }

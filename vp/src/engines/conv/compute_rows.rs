@@ -9,7 +9,7 @@
 
 use super::{data_at, in_coord, ops, AccOut, Geom};
 use crate::engines::conv::arith::{
-    block_nan, f16_is_nan, DataLanes, Deferred, Fp48, MacF16, WeightRows, ROW_WIDTH, SPARSE_LANES,
+    block_nan, f16_is_nan, DataLanes, Deferred, Fp48, MacF16, WeightRows, ROW_WIDTH,
 };
 use crate::engines::conv::cdma::{InputCube, Weights};
 use crate::engines::par_ranges;
@@ -29,11 +29,7 @@ pub(super) fn conv(
     max_plane_lanes: usize,
     chunk_bytes: usize,
 ) -> Option<AccOut> {
-    if g.in_c <= SPARSE_LANES
-        || g.y_ext != 1
-        || !WeightRows::available()
-        || w.data.iter().any(|&v| f16_is_nan(v as u16))
-    {
+    if g.y_ext != 1 || !WeightRows::available() || w.data.iter().any(|&v| f16_is_nan(v as u16)) {
         return None;
     }
     let ops = ops(g);
@@ -112,12 +108,15 @@ pub(super) fn conv(
                                nans: Option<&[Option<MacF16>]>,
                                ks: std::ops::Range<usize>,
                                out: &mut [u32]| {
+                // Results by operation, then kernel: each kernel's results a column,
+                // sixteen kernels summed at once.
+                let kpad = ks.len().next_multiple_of(ROW_WIDTH);
                 exps.clear();
                 sums.clear();
-                exps.resize(ks.len() * nops, 0);
-                sums.resize(ks.len() * nops, 0);
+                exps.resize(kpad * nops, 0);
+                sums.resize(kpad * nops, 0);
                 for (oi, &i) in idx.iter().enumerate() {
-                    let at = (nops, oi);
+                    let at = (1, oi * kpad);
                     rows.mac(
                         lanes.block(i),
                         oi,
@@ -128,23 +127,30 @@ pub(super) fn conv(
                     );
                 }
                 deferred.resolve(&mut sums);
-                for (k, (ke, ks)) in ks.zip(exps.chunks_exact(nops).zip(sums.chunks_exact(nops))) {
-                    // A NaN data block's result is its marker (its sum is meaningless).
-                    let acc = match nans {
-                        Some(nans) => ke.iter().zip(ks).zip(nans).fold(
-                            Fp48::default(),
-                            |acc, ((&e, &s), nan)| {
-                                acc.accumulate(nan.unwrap_or_else(|| MacF16::from_sum(e, s)))
-                            },
-                        ),
-                        // Exactly, in one sum, when no step of CACC's order can round.
-                        None => Fp48::sum_exact(ke, ks).unwrap_or_else(|| {
-                            ke.iter().zip(ks).fold(Fp48::default(), |acc, (&e, &s)| {
-                                acc.accumulate(MacF16::from_sum(e, s))
-                            })
-                        }),
-                    };
-                    out[k] = acc.to_f32_bits();
+                // One kernel's accumulation in CACC order, block by block; a NaN data
+                // block's result is its marker (its sum is meaningless).
+                let fold = |j: usize, nans: Option<&[Option<MacF16>]>| {
+                    (0..nops).fold(Fp48::default(), |acc, oi| {
+                        let r = nans.and_then(|n| n[oi]).unwrap_or_else(|| {
+                            MacF16::from_sum(exps[oi * kpad + j], sums[oi * kpad + j])
+                        });
+                        acc.accumulate(r)
+                    })
+                };
+                for j0 in (0..ks.len()).step_by(ROW_WIDTH) {
+                    let m = ROW_WIDTH.min(ks.len() - j0);
+                    let o = &mut out[ks.start + j0..][..m];
+                    if nans.is_some() {
+                        for (j, o) in o.iter_mut().enumerate() {
+                            *o = fold(j0 + j, nans).to_f32_bits();
+                        }
+                        continue;
+                    }
+                    // Exactly, in one sum, when no step of CACC's order can round.
+                    let exact = rows.sum_exact(&exps[j0..], &sums[j0..], nops, kpad);
+                    for (j, (o, r)) in o.iter_mut().zip(exact).enumerate() {
+                        *o = r.unwrap_or_else(|| fold(j0 + j, None)).to_f32_bits();
+                    }
                 }
             };
             for (ri, oy) in orows.clone().enumerate() {
