@@ -138,8 +138,9 @@ pub struct WeightRows {
     ops: usize,
     lanes: usize,
     kernels: usize,
-    coarse: Vec<Row>,
-    val: Vec<Row>,
+    /// Per (group, operation, lane): the coarse row, then the mantissa row (side by
+    /// side, so that the first pass brings both into the cache).
+    rows: Vec<[Row; 2]>,
 }
 
 impl WeightRows {
@@ -168,12 +169,10 @@ impl WeightRows {
         }
         let per_group = ops * lanes;
         let n = kernels.div_ceil(WIDTH) * per_group;
-        let (mut coarse, mut val) = (vec![Row([INACTIVE4; WIDTH]); n], vec![Row([0; WIDTH]); n]);
-        coarse
-            .par_chunks_mut(per_group)
-            .zip(val.par_chunks_mut(per_group))
+        let mut rows = vec![[Row([INACTIVE4; WIDTH]), Row([0; WIDTH])]; n];
+        rows.par_chunks_mut(per_group)
             .enumerate()
-            .for_each(|(g, (coarse, val))| {
+            .for_each(|(g, rows)| {
                 let mut block = vec![0u16; lanes];
                 for k in g * WIDTH..kernels.min((g + 1) * WIDTH) {
                     let j = k % WIDTH;
@@ -182,8 +181,9 @@ impl WeightRows {
                         fill(k, op, &mut block);
                         for (i, &h) in block.iter().enumerate() {
                             if let Some((c4, v)) = decode(h) {
-                                coarse[op * lanes + i].0[j] = c4;
-                                val[op * lanes + i].0[j] = v;
+                                let [coarse, val] = &mut rows[op * lanes + i];
+                                coarse.0[j] = c4;
+                                val.0[j] = v;
                             }
                         }
                     }
@@ -193,8 +193,7 @@ impl WeightRows {
             ops,
             lanes,
             kernels: kernels.next_multiple_of(WIDTH),
-            coarse,
-            val,
+            rows,
         })
     }
 
@@ -241,7 +240,7 @@ impl WeightRows {
             let m = WIDTH.min(ks.end - k0);
             let g = k0 / WIDTH;
             let rows = (g * self.ops + op) * self.lanes..(g * self.ops + op + 1) * self.lanes;
-            let (coarse, val) = (&self.coarse[rows.clone()], &self.val[rows]);
+            let rows = &self.rows[rows];
             let owner = |j: usize| (k0 - ks.start + j) * stride + slot;
             let pending = &mut deferred.rows;
             pending.reserve(d.len() * WIDTH + WIDTH);
@@ -249,7 +248,7 @@ impl WeightRows {
             // and POPCNT (`WeightRows::build`).
             #[allow(unsafe_code)]
             let (max, sum) =
-                unsafe { mac_group(coarse, val, d, (owner(0) as i32, stride as i32), pending) };
+                unsafe { mac_group(rows, d, (owner(0) as i32, stride as i32), pending) };
             for j in 0..m {
                 let o = owner(j);
                 let active = max[j] >= 0;
@@ -391,8 +390,7 @@ fn store(v: &mut [i32], at: usize, x: __m512i) {
 /// `WIDTH * (d.len() + 1)` more) with owner `base + j * stride` for kernel `j`.
 #[target_feature(enable = "avx512f,avx512bw,popcnt")]
 fn mac_group(
-    coarse: &[Row],
-    val: &[Row],
+    rows: &[[Row; 2]],
     d: &[DataLane],
     (base, stride): (i32, i32),
     pending: &mut Pending,
@@ -400,7 +398,10 @@ fn mac_group(
     // The block exponents: the largest coarse sum per kernel (-1 before any active one).
     let mut max = _mm512_set1_epi32(-1);
     for l in d {
-        let c = _mm512_add_epi32(load(&coarse[l.lane as usize]), _mm512_set1_epi32(l.coarse4));
+        let c = _mm512_add_epi32(
+            load(&rows[l.lane as usize][0]),
+            _mm512_set1_epi32(l.coarse4),
+        );
         max = _mm512_max_epi32(max, c);
     }
     let eight = _mm512_set1_epi32(8);
@@ -421,9 +422,9 @@ fn mac_group(
         let i = l.lane as usize;
         // The shift in bits: 4 · (block exponent - coarse sum).
         let a = _mm512_sub_epi32(max, _mm512_set1_epi32(l.coarse4));
-        let s = _mm512_sub_epi32(a, load(&coarse[i]));
+        let s = _mm512_sub_epi32(a, load(&rows[i][0]));
         // The exact product: the data's 16 bits against the weight's, high halves zero.
-        let w = load(&val[i]);
+        let w = load(&rows[i][1]);
         let dv = _mm512_set1_epi32(l.val);
         let p = _mm512_madd_epi16(dv, w);
         let q = _mm512_srav_epi32(p, s);

@@ -93,8 +93,21 @@ pub(super) fn conv(
                 plane_nan.extend(nan);
             }
         }
-        let parts = par_ranges(oh, |orows| {
-            let mut part = vec![0u32; orows.len() * ow * g.k];
+        // Work in tiles of one output row and a chunk of kernels (all kernels without
+        // planes), enough of them for every core even in layers of few rows; the tiles of
+        // one chunk follow each other, so that its weight rows stay in cache.
+        let chunks = if planes { g.k.div_ceil(kchunk) } else { 1 };
+        let tile = |u: usize| {
+            let (chunk, oy) = (u / oh, u % oh);
+            let ks = if planes {
+                chunk * kchunk..((chunk + 1) * kchunk).min(g.k)
+            } else {
+                0..g.k
+            };
+            (ks, oy)
+        };
+        let parts = par_ranges(chunks * oh, |units| {
+            let mut part = Vec::new();
             let mut row = vec![0u32; ow * g.k];
             let mut idx: Vec<usize> = (0..nops).collect();
             let mut nans: Vec<Option<MacF16>> = vec![None; nops];
@@ -153,21 +166,18 @@ pub(super) fn conv(
                     }
                 }
             };
-            for (ri, oy) in orows.clone().enumerate() {
+            for u in units.clone() {
+                let (ks, oy) = tile(u);
                 if planes {
-                    // Chunk by chunk of kernels over the whole row (the chunk's rows stay
-                    // in cache), each position's blocks indexed in the planes.
-                    for ks in (0..g.k).step_by(kchunk) {
-                        let ks = ks..(ks + kchunk).min(g.k);
-                        for ox in 0..ow {
-                            let base = ((oy * g.sy) * wp + ox * g.sx) * ncb;
-                            for ((i, nan), &off) in idx.iter_mut().zip(&mut nans).zip(&op_off) {
-                                *i = base + off;
-                                *nan = plane_nan[*i];
-                            }
-                            let nan = nans.iter().any(Option::is_some).then_some(&nans[..]);
-                            kernels(&plane, &idx, nan, ks.clone(), &mut row[ox * g.k..][..g.k]);
+                    // Each position's blocks indexed in the planes.
+                    for ox in 0..ow {
+                        let base = ((oy * g.sy) * wp + ox * g.sx) * ncb;
+                        for ((i, nan), &off) in idx.iter_mut().zip(&mut nans).zip(&op_off) {
+                            *i = base + off;
+                            *nan = plane_nan[*i];
                         }
+                        let nan = nans.iter().any(Option::is_some).then_some(&nans[..]);
+                        kernels(&plane, &idx, nan, ks.clone(), &mut row[ox * g.k..][..g.k]);
                     }
                 } else {
                     for ox in 0..ow {
@@ -184,28 +194,29 @@ pub(super) fn conv(
                             local.push_block(&raw);
                         }
                         let nan = nans.iter().any(Option::is_some).then_some(&nans[..]);
-                        for ks in (0..g.k).step_by(kchunk) {
+                        for ks in ks.clone().step_by(kchunk) {
                             let ks = ks..(ks + kchunk).min(g.k);
                             kernels(&local, &idx, nan, ks, &mut row[ox * g.k..][..g.k]);
                         }
                     }
                 }
-                for ox in 0..ow {
-                    for k in 0..g.k {
-                        part[(k * orows.len() + ri) * ow + ox] = row[ox * g.k + k];
-                    }
+                // The tile by kernel, then position.
+                for k in ks {
+                    part.extend((0..ow).map(|ox| row[ox * g.k + k]));
                 }
             }
-            (orows, part)
+            (units, part)
         });
-        for (orows, part) in parts {
-            let n = orows.len();
-            for k in 0..g.k {
-                for (ri, oy) in orows.clone().enumerate() {
+        for (units, part) in parts {
+            let mut at = 0;
+            for u in units {
+                let (ks, oy) = tile(u);
+                for k in ks {
                     let dst = &mut out[((b * g.k + k) * oh + oy) * ow..][..ow];
-                    for (d, &v) in dst.iter_mut().zip(&part[(k * n + ri) * ow..][..ow]) {
+                    for (d, &v) in dst.iter_mut().zip(&part[at..at + ow]) {
                         *d = i64::from(v);
                     }
+                    at += ow;
                 }
             }
         }
