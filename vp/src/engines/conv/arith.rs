@@ -1972,6 +1972,19 @@ mod tests {
                     for d0 in (0..1i32 << 14).step_by(32) {
                         let d: [i16; 32] = std::array::from_fn(|j| (d0 + j as i32) as i16);
                         let c = arith_avx2::booth_carries(&d, &[wv; 32], &[s; 32]);
+                        // The weight rows' form in registers, where the CPU has it.
+                        let r = WeightRows::available().then(|| {
+                            // SAFETY: `available()` found AVX-512 F and BW.
+                            #[allow(unsafe_code)]
+                            unsafe {
+                                use core::arch::x86_64::{_mm512_loadu_si512, _mm512_set1_epi16};
+                                arith_rows::carries(
+                                    _mm512_loadu_si512(d.as_ptr().cast()),
+                                    _mm512_set1_epi16(wv),
+                                    _mm512_set1_epi16(s as i16),
+                                )
+                            }
+                        });
                         for (j, &dj) in d.iter().enumerate() {
                             if neg && (w == 0 || dj == 0) {
                                 continue;
@@ -1980,6 +1993,10 @@ mod tests {
                             let want = booth_product(neg, w as u32, dj as u32, u32::from(s));
                             let got = (x >> s) - i32::from(c[j]);
                             assert_eq!(got, want, "shift {s}: {dj} x {wv}");
+                            if let Some(r) = r {
+                                let got = (x >> s) - i32::from(r >> j & 1 == 1);
+                                assert_eq!(got, want, "registers, shift {s}: {dj} x {wv}");
+                            }
                         }
                     }
                 }

@@ -27,17 +27,21 @@
 
 use super::{Deferred, Fp48};
 use core::arch::x86_64::{
-    __m512i, _mm256_storeu_si256, _mm512_abs_epi64, _mm512_add_epi32, _mm512_add_epi64,
+    __m512i, __mmask32, _mm512_abs_epi16, _mm512_abs_epi64, _mm512_add_epi32, _mm512_add_epi64,
     _mm512_and_si512, _mm512_castsi512_si256, _mm512_cmpeq_epi32_mask, _mm512_cmpeq_epi64_mask,
-    _mm512_cmple_epi64_mask, _mm512_cmple_epu32_mask, _mm512_cvtepi32_epi16, _mm512_cvtepi32_epi64,
-    _mm512_cvtepu8_epi64, _mm512_extracti64x4_epi64, _mm512_load_si512, _mm512_loadu_si512,
-    _mm512_madd_epi16, _mm512_mask_add_epi32, _mm512_mask_cmple_epu32_mask,
+    _mm512_cmpgt_epu16_mask, _mm512_cmple_epi64_mask, _mm512_cmple_epu32_mask,
+    _mm512_cvtepi32_epi64, _mm512_cvtepu8_epi64, _mm512_extracti64x4_epi64, _mm512_load_si512,
+    _mm512_loadu_si512, _mm512_madd_epi16, _mm512_mask_add_epi32, _mm512_mask_cmple_epu32_mask,
     _mm512_mask_cmplt_epu32_mask, _mm512_mask_max_epu64, _mm512_mask_min_epu64,
-    _mm512_maskz_compress_epi32, _mm512_max_epi32, _mm512_min_epu32, _mm512_mullo_epi32,
-    _mm512_or_si512, _mm512_set1_epi32, _mm512_set1_epi64, _mm512_setr_epi32, _mm512_setzero_si512,
-    _mm512_slli_epi32, _mm512_slli_epi64, _mm512_sllv_epi64, _mm512_srai_epi32, _mm512_srai_epi64,
-    _mm512_srav_epi32, _mm512_srli_epi32, _mm512_storeu_si512, _mm512_sub_epi32, _mm512_sub_epi64,
-    _mm512_test_epi64_mask, _mm_loadl_epi64,
+    _mm512_mask_mov_epi16, _mm512_mask_sub_epi32, _mm512_maskz_compress_epi32,
+    _mm512_maskz_mov_epi16, _mm512_max_epi32, _mm512_min_epu16, _mm512_movm_epi16,
+    _mm512_mullo_epi32, _mm512_or_si512, _mm512_permutex2var_epi16, _mm512_set1_epi16,
+    _mm512_set1_epi32, _mm512_set1_epi64, _mm512_setr_epi32, _mm512_setzero_si512,
+    _mm512_slli_epi16, _mm512_slli_epi32, _mm512_slli_epi64, _mm512_sllv_epi16, _mm512_sllv_epi64,
+    _mm512_srai_epi16, _mm512_srai_epi32, _mm512_srai_epi64, _mm512_srav_epi16, _mm512_srav_epi32,
+    _mm512_srli_epi32, _mm512_storeu_si512, _mm512_sub_epi16, _mm512_sub_epi32, _mm512_sub_epi64,
+    _mm512_ternarylogic_epi32, _mm512_test_epi16_mask, _mm512_test_epi64_mask, _mm512_xor_si512,
+    _mm_loadl_epi64,
 };
 use safe_arch::m256i;
 
@@ -311,35 +315,61 @@ impl Pending {
 /// `keys` hold at least `n` rounded up to 32).
 #[target_feature(enable = "avx512f,avx512bw")]
 fn resolve(operands: &[i32], keys: &[i32], n: usize, sums: &mut [i64]) {
-    const N: usize = super::arith_avx2::CARRY_LANES;
-    let (mut d16, mut w16, mut s16) = ([0i16; N], [0i16; N], [0i16; N]);
+    const N: usize = 2 * WIDTH;
     let (mut v, mut sh, mut owner) = ([0i32; N], [0i32; N], [0i32; N]);
     let low_byte = _mm512_set1_epi32(0xff);
-    let sixteen = _mm512_set1_epi32(16);
+    // Word `i` of the thirty-two entries' two registers: the high (data) and low
+    // (weight) halves, side by side.
+    let high = _mm512_setr_epi32(
+        0x0003_0001,
+        0x0007_0005,
+        0x000b_0009,
+        0x000f_000d,
+        0x0013_0011,
+        0x0017_0015,
+        0x001b_0019,
+        0x001f_001d,
+        0x0023_0021,
+        0x0027_0025,
+        0x002b_0029,
+        0x002f_002d,
+        0x0033_0031,
+        0x0037_0035,
+        0x003b_0039,
+        0x003f_003d,
+    );
+    let low = _mm512_sub_epi16(high, _mm512_set1_epi16(1));
     for at in (0..n).step_by(N) {
+        let o = [load_at(operands, at), load_at(operands, at + WIDTH)];
+        let k = [load_at(keys, at), load_at(keys, at + WIDTH)];
+        let d16 = _mm512_permutex2var_epi16(o[0], high, o[1]);
+        let w16 = _mm512_permutex2var_epi16(o[0], low, o[1]);
+        let s16 = _mm512_min_epu16(
+            _mm512_and_si512(
+                _mm512_permutex2var_epi16(k[0], low, k[1]),
+                _mm512_set1_epi16(0xff),
+            ),
+            _mm512_set1_epi16(16),
+        );
+        let carry = carries(d16, w16, s16);
         for h in 0..2 {
-            let o = load_at(operands, at + h * WIDTH);
-            let k = load_at(keys, at + h * WIDTH);
-            let d = _mm512_srai_epi32::<16>(o);
-            let w = _mm512_srai_epi32::<16>(_mm512_slli_epi32::<16>(o));
-            let s = _mm512_and_si512(k, low_byte);
-            let part = h * WIDTH..(h + 1) * WIDTH;
-            store_words(&mut d16[part.clone()], d);
-            store_words(&mut w16[part.clone()], w);
-            store_words(&mut s16[part.clone()], _mm512_min_epu32(s, sixteen));
-            // The floor of the aligned product (less the carry, right up to 16 bits).
+            let d = _mm512_srai_epi32::<16>(o[h]);
+            let w = _mm512_srai_epi32::<16>(_mm512_slli_epi32::<16>(o[h]));
+            let s = _mm512_and_si512(k[h], low_byte);
+            // The floor of the aligned product less the carry (right up to 16 bits).
             let p = _mm512_srav_epi32(_mm512_mullo_epi32(d, w), s);
+            let c = (carry >> (h * WIDTH)) as u16;
+            let p = _mm512_mask_sub_epi32(p, c, p, _mm512_set1_epi32(1));
             store(&mut v, h * WIDTH, p);
             store(&mut sh, h * WIDTH, s);
-            store(&mut owner, h * WIDTH, _mm512_srli_epi32::<8>(k));
+            store(&mut owner, h * WIDTH, _mm512_srli_epi32::<8>(k[h]));
         }
-        let s16 = s16.map(|x| x as u16);
-        let carry = super::arith_avx2::booth_carries(&d16, &w16, &s16);
         for j in 0..N.min(n - at) {
             let p = if sh[j] <= 16 {
-                v[j] - i32::from(carry[j])
+                v[j]
             } else {
-                let (dv, wv) = (i32::from(d16[j]), i32::from(w16[j]));
+                let o = operands[at + j];
+                let (dv, wv) = (o >> 16, i32::from(o as i16));
                 let neg = (dv ^ wv) < 0;
                 super::booth_product(neg, wv.unsigned_abs(), dv.unsigned_abs(), sh[j] as u32)
             };
@@ -348,16 +378,92 @@ fn resolve(operands: &[i32], keys: &[i32], n: usize, sums: &mut [i64]) {
     }
 }
 
-/// The low 16 bits of each lane of `x` into `dst` (sixteen entries).
+/// `super::arith_avx2::booth_carries` on thirty-two 16-bit lanes in registers (signed
+/// mantissas `d`, `w`, shifts `s` of 16 bits at most): bit `j` set where the Booth
+/// multiplier loses the carry out of lane `j`'s low `s` bits. The same bit operations
+/// (test `carries_in_registers_match_the_arrays`).
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw")]
+pub(super) fn carries(d: __m512i, w: __m512i, s: __m512i) -> __mmask32 {
+    let one = _mm512_set1_epi16(1);
+    let neg = _mm512_srai_epi16::<15>(_mm512_xor_si512(d, w));
+    let da = _mm512_abs_epi16(d);
+    let da2 = _mm512_slli_epi16::<1>(da);
+    // The multiplier's bits, shifted left once, complemented for a negative product.
+    let wm = _mm512_xor_si512(_mm512_slli_epi16::<1>(_mm512_abs_epi16(w)), neg);
+    let mut rows = [_mm512_setzero_si512(); 8];
+    let mut inv = [_mm512_setzero_si512(); 8];
+    for i in 0..8 {
+        let t = _mm512_srav_epi16(wm, _mm512_set1_epi16(2 * i as i16));
+        let b0 = _mm512_test_epi16_mask(t, one);
+        let b1 = _mm512_test_epi16_mask(t, _mm512_set1_epi16(2));
+        let b2 = _mm512_test_epi16_mask(t, _mm512_set1_epi16(4));
+        let mag1 = b1 ^ b0;
+        let mag2 = !mag1 & (b2 ^ b1);
+        let negative = b2 & !(b1 & b0);
+        let v = _mm512_mask_mov_epi16(_mm512_maskz_mov_epi16(mag1, da), mag2, da2);
+        rows[i] = _mm512_xor_si512(v, _mm512_movm_epi16(negative));
+        inv[i] = _mm512_maskz_mov_epi16(negative, one);
+    }
+    let (a0, a1) = csa5([
+        rows[0],
+        or(_mm512_slli_epi16::<2>(rows[1]), inv[0]),
+        or(
+            _mm512_slli_epi16::<4>(rows[2]),
+            _mm512_slli_epi16::<2>(inv[1]),
+        ),
+        or(
+            _mm512_slli_epi16::<6>(rows[3]),
+            _mm512_slli_epi16::<4>(inv[2]),
+        ),
+        _mm512_slli_epi16::<6>(inv[3]),
+    ]);
+    let (b0, b1) = csa5([
+        _mm512_slli_epi16::<8>(rows[4]),
+        or(
+            _mm512_slli_epi16::<10>(rows[5]),
+            _mm512_slli_epi16::<8>(inv[4]),
+        ),
+        or(
+            _mm512_slli_epi16::<12>(rows[6]),
+            _mm512_slli_epi16::<10>(inv[5]),
+        ),
+        or(
+            _mm512_slli_epi16::<14>(rows[7]),
+            _mm512_slli_epi16::<12>(inv[6]),
+        ),
+        _mm512_slli_epi16::<14>(inv[7]),
+    ]);
+    let (x, c) = csa(a0, a1, b0);
+    let (p0, p1) = csa(x, c, b1);
+    let m = _mm512_sub_epi16(_mm512_sllv_epi16(one, s), one);
+    let (a, b) = (_mm512_and_si512(p0, m), _mm512_and_si512(p1, m));
+    _mm512_cmpgt_epu16_mask(a, _mm512_sub_epi16(m, b))
+}
+
+/// Bitwise or.
 #[inline]
 #[target_feature(enable = "avx512f")]
-fn store_words(dst: &mut [i16], x: __m512i) {
-    let dst: &mut [i16; WIDTH] = dst.try_into().expect("sixteen entries");
-    // SAFETY: `dst` is 32 writable bytes.
-    #[allow(unsafe_code)]
-    unsafe {
-        _mm256_storeu_si256(dst.as_mut_ptr().cast(), _mm512_cvtepi32_epi16(x))
-    }
+fn or(a: __m512i, b: __m512i) -> __m512i {
+    _mm512_or_si512(a, b)
+}
+
+/// One carry-save adder on 16-bit lanes: (sum, carry << 1).
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw")]
+fn csa(a: __m512i, b: __m512i, c: __m512i) -> (__m512i, __m512i) {
+    let sum = _mm512_ternarylogic_epi32::<0x96>(a, b, c);
+    let majority = _mm512_ternarylogic_epi32::<0xe8>(a, b, c);
+    (sum, _mm512_slli_epi16::<1>(majority))
+}
+
+/// Five rows reduced as the MAC cell's adder tree does (`super::csa5`).
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw")]
+fn csa5(v: [__m512i; 5]) -> (__m512i, __m512i) {
+    let (s, c) = csa(v[0], v[1], v[2]);
+    let (s, c) = csa(s, c, v[3]);
+    csa(s, c, v[4])
 }
 
 /// Sixteen entries of `v` from `at` as a register.
@@ -561,4 +667,60 @@ fn lanes64(v: __m512i) -> [i64; 8] {
     let a: [i64; 4] = m256i(_mm512_castsi512_si256(v)).into();
     let b: [i64; 4] = m256i(_mm512_extracti64x4_epi64::<1>(v)).into();
     [a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3]]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn carries_in_registers_match_the_arrays() {
+        // The register form against `booth_carries` (checked exhaustively against the
+        // Booth multiplier) on random and extreme operands at every shift they take.
+        if !WeightRows::available() {
+            return;
+        }
+        let mut x = 0x5eed_u64;
+        let mut next = move || {
+            x = x
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (x >> 33) as i32
+        };
+        let edge = [1, 2, 3, 0x3ff8, 0x3fff, 0x2000, 0x1fff, 0x400, 0x7ff];
+        for it in 0..200_000 {
+            let lane = |r: i32, it: usize| -> i16 {
+                let m = if it % 3 == 0 {
+                    edge[r as usize % edge.len()]
+                } else {
+                    1 + r % 0x3fff
+                };
+                if r & 0x4000 != 0 {
+                    -m as i16
+                } else {
+                    m as i16
+                }
+            };
+            let d: [i16; 32] = std::array::from_fn(|_| lane(next(), it));
+            let w: [i16; 32] = std::array::from_fn(|_| lane(next(), it));
+            let s: [u16; 32] = std::array::from_fn(|_| [4, 8, 12, 16][next() as usize % 4]);
+            let want = super::super::arith_avx2::booth_carries(&d, &w, &s);
+            // SAFETY: `available()` found AVX-512 F and BW.
+            #[allow(unsafe_code)]
+            let got = unsafe {
+                let reg = |a: [i16; 32]| _mm512_loadu_si512(a.as_ptr().cast());
+                carries(reg(d), reg(w), reg(s.map(|v| v as i16)))
+            };
+            for j in 0..32 {
+                assert_eq!(
+                    u16::from(got >> j & 1 == 1),
+                    want[j],
+                    "{} x {} >> {}",
+                    d[j],
+                    w[j],
+                    s[j]
+                );
+            }
+        }
+    }
 }
