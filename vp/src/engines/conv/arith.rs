@@ -944,7 +944,7 @@ mod no_rows {
             _: &[()],
             _: usize,
             _: std::ops::Range<usize>,
-            _: (usize, usize),
+            _: usize,
             _: (&mut [u8], &mut [i64]),
             _: &mut Deferred,
         ) {
@@ -1787,10 +1787,12 @@ mod tests {
             dh.iter().for_each(|d| dl.push_block(d));
             let start = ROW_WIDTH * r.below(kernels.div_ceil(ROW_WIDTH) as u32) as usize;
             let ks = start..kernels;
-            let (mut exps, mut sums) = (vec![0u8; ks.len() * ops], vec![0i64; ks.len() * ops]);
+            // Results by operation, then kernel, each operation's kernels a whole row.
+            let kpad = ks.len().next_multiple_of(ROW_WIDTH);
+            let (mut exps, mut sums) = (vec![0u8; kpad * ops], vec![0i64; kpad * ops]);
             let mut deferred = Deferred::default();
             for op in 0..ops {
-                let at = (ops, op);
+                let at = op * kpad;
                 rows.mac(
                     dl.block(op),
                     op,
@@ -1804,7 +1806,7 @@ mod tests {
             for (op, d) in dh.iter().enumerate() {
                 for k in ks.clone() {
                     let want = mac_f16(&lanes_of(d), &lanes_of(&wh[k * ops + op]));
-                    let at = (k - start) * ops + op;
+                    let at = op * kpad + k - start;
                     let got = MacF16::from_sum(exps[at], sums[at]);
                     assert_eq!(got, want, "{d:04x?} {:04x?}", wh[k * ops + op]);
                     let (dl, wl) = (lanes_of(d), lanes_of(&wh[k * ops + op]));
@@ -1822,7 +1824,7 @@ mod tests {
             let (dh, wh) = (vec![d; 64], vec![w; 64]);
             let rows =
                 WeightRows::build(1, 1, 64, |_, _, b| b.copy_from_slice(&wh)).expect("AVX-512");
-            let (mut exps, mut sums) = ([0u8], [0i64]);
+            let (mut exps, mut sums) = ([0u8; ROW_WIDTH], [0i64; ROW_WIDTH]);
             let mut deferred = Deferred::default();
             let mut dl = DataLanes::default();
             dl.push_block(&dh);
@@ -1830,7 +1832,7 @@ mod tests {
                 dl.block(0),
                 0,
                 0..1,
-                (1, 0),
+                0,
                 (&mut exps, &mut sums),
                 &mut deferred,
             );

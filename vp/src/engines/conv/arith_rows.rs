@@ -29,19 +29,20 @@ use super::{Deferred, Fp48};
 use core::arch::x86_64::{
     __m512i, __mmask32, _mm512_abs_epi16, _mm512_abs_epi64, _mm512_add_epi32, _mm512_add_epi64,
     _mm512_and_si512, _mm512_castsi512_si256, _mm512_cmpeq_epi32_mask, _mm512_cmpeq_epi64_mask,
-    _mm512_cmpgt_epu16_mask, _mm512_cmple_epi64_mask, _mm512_cmple_epu32_mask,
-    _mm512_cvtepi32_epi64, _mm512_cvtepu8_epi64, _mm512_extracti64x4_epi64, _mm512_load_si512,
-    _mm512_loadu_si512, _mm512_madd_epi16, _mm512_mask_add_epi32, _mm512_mask_cmple_epu32_mask,
-    _mm512_mask_cmplt_epu32_mask, _mm512_mask_max_epu64, _mm512_mask_min_epu64,
-    _mm512_mask_mov_epi16, _mm512_mask_sub_epi32, _mm512_maskz_compress_epi32,
-    _mm512_maskz_mov_epi16, _mm512_max_epi32, _mm512_min_epu16, _mm512_movm_epi16,
+    _mm512_cmpge_epi32_mask, _mm512_cmpgt_epu16_mask, _mm512_cmple_epi64_mask,
+    _mm512_cmple_epu32_mask, _mm512_cvtepi32_epi64, _mm512_cvtepi32_epi8, _mm512_cvtepu8_epi64,
+    _mm512_extracti64x4_epi64, _mm512_load_si512, _mm512_loadu_si512, _mm512_madd_epi16,
+    _mm512_mask_add_epi32, _mm512_mask_cmple_epu32_mask, _mm512_mask_cmplt_epu32_mask,
+    _mm512_mask_max_epu64, _mm512_mask_min_epu64, _mm512_mask_mov_epi16, _mm512_mask_sub_epi32,
+    _mm512_maskz_compress_epi32, _mm512_maskz_mov_epi16, _mm512_maskz_mov_epi32,
+    _mm512_maskz_mov_epi64, _mm512_max_epi32, _mm512_min_epu16, _mm512_movm_epi16,
     _mm512_mullo_epi32, _mm512_or_si512, _mm512_permutex2var_epi16, _mm512_set1_epi16,
     _mm512_set1_epi32, _mm512_set1_epi64, _mm512_setr_epi32, _mm512_setzero_si512,
     _mm512_slli_epi16, _mm512_slli_epi32, _mm512_slli_epi64, _mm512_sllv_epi16, _mm512_sllv_epi64,
     _mm512_srai_epi16, _mm512_srai_epi32, _mm512_srai_epi64, _mm512_srav_epi16, _mm512_srav_epi32,
     _mm512_srli_epi32, _mm512_storeu_si512, _mm512_sub_epi16, _mm512_sub_epi32, _mm512_sub_epi64,
     _mm512_ternarylogic_epi32, _mm512_test_epi16_mask, _mm512_test_epi64_mask, _mm512_xor_si512,
-    _mm_loadl_epi64,
+    _mm_loadl_epi64, _mm_storeu_si128,
 };
 use safe_arch::m256i;
 
@@ -224,42 +225,39 @@ impl WeightRows {
     /// For the active lanes `d` of one data block, operation `op` and the kernels `ks`
     /// (`ks.start` a multiple of [`WIDTH`]): each kernel `k`'s block exponent and the sum
     /// of its aligned products except the deferred lanes, written at
-    /// `(k - ks.start) * stride + slot` of the two output slices, as
-    /// `Blocks::mac_deferred` gives them; the deferred lanes go to `deferred` with that
-    /// index as their owner. Blocks without NaN operands only.
-    #[allow(clippy::too_many_arguments)]
+    /// `slot + k - ks.start` of the two output slices (which have room for whole rows of
+    /// [`WIDTH`] kernels there), as `Blocks::mac_deferred` gives them; the deferred lanes
+    /// go to `deferred` with that index as their owner. Blocks without NaN operands only.
     pub fn mac(
         &self,
         d: &[DataLane],
         op: usize,
         ks: std::ops::Range<usize>,
-        (stride, slot): (usize, usize),
+        slot: usize,
         (exps, sums): (&mut [u8], &mut [i64]),
         deferred: &mut Deferred,
     ) {
+        let end = slot + ks.len().next_multiple_of(WIDTH);
         assert!(ks.start.is_multiple_of(WIDTH) && ks.end <= self.kernels && op < self.ops);
-        assert!((ks.len() + WIDTH) * stride + slot < Self::MAX_OWNERS);
-        let mut k0 = ks.start;
-        while k0 < ks.end {
-            let m = WIDTH.min(ks.end - k0);
+        assert!(end < Self::MAX_OWNERS && exps.len() >= end && sums.len() >= end);
+        for k0 in ks.clone().step_by(WIDTH) {
             let g = k0 / WIDTH;
             let rows = (g * self.ops + op) * self.lanes..(g * self.ops + op + 1) * self.lanes;
-            let rows = &self.rows[rows];
-            let owner = |j: usize| (k0 - ks.start + j) * stride + slot;
+            let at = slot + k0 - ks.start;
             let pending = &mut deferred.rows;
             pending.reserve(d.len() * WIDTH + WIDTH);
             // SAFETY: `WeightRows` exists only where `available()` found AVX-512 F and BW
             // and POPCNT (`WeightRows::build`).
             #[allow(unsafe_code)]
-            let (max, sum) =
-                unsafe { mac_group(rows, d, (owner(0) as i32, stride as i32), pending) };
-            for j in 0..m {
-                let o = owner(j);
-                let active = max[j] >= 0;
-                exps[o] = if active { max[j] as u8 } else { 0 };
-                sums[o] = if active { sum[j] } else { 0 };
-            }
-            k0 += m;
+            unsafe {
+                mac_group(
+                    &self.rows[rows],
+                    d,
+                    at,
+                    (&mut exps[at..], &mut sums[at..]),
+                    pending,
+                )
+            };
         }
     }
 }
@@ -498,9 +496,10 @@ fn store(v: &mut [i32], at: usize, x: __m512i) {
 fn mac_group(
     rows: &[[Row; 2]],
     d: &[DataLane],
-    (base, stride): (i32, i32),
+    base: usize,
+    (exps, sums): (&mut [u8], &mut [i64]),
     pending: &mut Pending,
-) -> ([i32; WIDTH], [i64; WIDTH]) {
+) {
     // The block exponents: the largest coarse sum per kernel (-1 before any active one).
     let mut max = _mm512_set1_epi32(-1);
     for l in d {
@@ -516,11 +515,8 @@ fn mac_group(
     let zero = _mm512_setzero_si512();
     // `owner << 8` per kernel, for the deferred lanes' keys.
     let owners = _mm512_slli_epi32::<8>(_mm512_add_epi32(
-        _mm512_set1_epi32(base),
-        _mm512_mullo_epi32(
-            _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-            _mm512_set1_epi32(stride),
-        ),
+        _mm512_set1_epi32(base as i32),
+        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
     ));
     let (mut acc, mut lo, mut hi) = (zero, zero, zero);
     let mut np = pending.n;
@@ -570,17 +566,26 @@ fn mac_group(
         hi,
         _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64::<1>(acc)),
     );
-    let halves = |v: __m512i| -> [i64; 8] {
-        let a: [i64; 4] = m256i(_mm512_castsi512_si256(v)).into();
-        let b: [i64; 4] = m256i(_mm512_extracti64x4_epi64::<1>(v)).into();
-        [a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3]]
-    };
-    let (lo, hi) = (halves(lo), halves(hi));
-    let sum: [i64; WIDTH] = std::array::from_fn(|j| if j < 8 { lo[j] } else { hi[j - 8] });
-    let m0: [i32; 8] = m256i(_mm512_castsi512_si256(max)).into();
-    let m1: [i32; 8] = m256i(_mm512_extracti64x4_epi64::<1>(max)).into();
-    let max: [i32; WIDTH] = std::array::from_fn(|j| if j < 8 { m0[j] } else { m1[j - 8] });
-    (max, sum)
+    // Kernels without an active lane: exponent and sum 0.
+    let active = _mm512_cmpge_epi32_mask(max, zero);
+    let exps: &mut [u8; WIDTH] = (&mut exps[..WIDTH]).try_into().expect("room for a row");
+    let sums: &mut [i64; WIDTH] = (&mut sums[..WIDTH]).try_into().expect("room for a row");
+    // SAFETY: `exps` is 16 writable bytes, `sums` 128.
+    #[allow(unsafe_code)]
+    unsafe {
+        _mm_storeu_si128(
+            exps.as_mut_ptr().cast(),
+            _mm512_cvtepi32_epi8(_mm512_maskz_mov_epi32(active, max)),
+        );
+        _mm512_storeu_si512(
+            sums.as_mut_ptr().cast(),
+            _mm512_maskz_mov_epi64(active as u8, lo),
+        );
+        _mm512_storeu_si512(
+            sums[8..].as_mut_ptr().cast(),
+            _mm512_maskz_mov_epi64((active >> 8) as u8, hi),
+        );
+    }
 }
 
 #[target_feature(enable = "avx512f")]

@@ -124,12 +124,11 @@ pub(super) fn conv(
                 // Results by operation, then kernel: each kernel's results a column,
                 // sixteen kernels summed at once.
                 let kpad = ks.len().next_multiple_of(ROW_WIDTH);
-                exps.clear();
-                sums.clear();
-                exps.resize(kpad * nops, 0);
-                sums.resize(kpad * nops, 0);
+                // Every slot is written by `mac` before the deferred lanes are added.
+                exps.resize(exps.len().max(kpad * nops), 0);
+                sums.resize(sums.len().max(kpad * nops), 0);
                 for (oi, &i) in idx.iter().enumerate() {
-                    let at = (1, oi * kpad);
+                    let at = oi * kpad;
                     rows.mac(
                         lanes.block(i),
                         oi,
