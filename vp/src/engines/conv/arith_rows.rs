@@ -695,7 +695,7 @@ mod tests {
         let edge = [1, 2, 3, 0x3ff8, 0x3fff, 0x2000, 0x1fff, 0x400, 0x7ff];
         for it in 0..200_000 {
             let lane = |r: i32, it: usize| -> i16 {
-                let m = if it % 3 == 0 {
+                let m = if it.is_multiple_of(3) {
                     edge[r as usize % edge.len()]
                 } else {
                     1 + r % 0x3fff
