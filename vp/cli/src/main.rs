@@ -244,7 +244,11 @@ fn main() -> ExitCode {
                          reference {:.3} s = {:.2} GMAC/s, model/reference {:.2}x{}",
                         f.prec,
                         if f.prec == nvdla_vp::engines::Precision::Fp16 {
-                            "fp16 block"
+                            if nvdla_vp::engines::conv::arith::WeightRows::available() {
+                                "fp16 weight rows"
+                            } else {
+                                "fp16 block"
+                            }
                         } else {
                             nvdla_vp::engines::conv::int_simd::int_kernel().name()
                         },
