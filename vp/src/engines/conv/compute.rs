@@ -296,6 +296,25 @@ fn data_at(g: &Geom, input: &InputCube, b: usize, c: usize, y: isize, x: isize) 
     input.data[((b * g.in_c + c) * g.in_h + y as usize) * g.in_w + x as usize]
 }
 
+/// The fp16 bit patterns of operation `op`'s data block for output `(ox, oy)` of batch
+/// `b`, into `raw`.
+fn op_block(
+    g: &Geom,
+    input: &InputCube,
+    b: usize,
+    op: &[Seg],
+    (ox, oy): (usize, usize),
+    raw: &mut Vec<u16>,
+) {
+    raw.clear();
+    for seg in op {
+        let (x, y) = in_coord(g, ox, oy, seg);
+        for c in seg.c0..seg.c0 + seg.n {
+            raw.push(data_at(g, input, b, c, y, x) as u16);
+        }
+    }
+}
+
 fn in_coord(g: &Geom, ox: usize, oy: usize, seg: &Seg) -> (isize, isize) {
     let x = (ox * g.sx + seg.s * g.dx) as isize - g.pl as isize;
     let y = (oy * g.sy + seg.r * g.dy) as isize - g.pt as isize;
@@ -512,13 +531,7 @@ fn conv_fp16(
                     for ox in 0..ow {
                         dblocks.clear();
                         for (op, dnan) in ops.iter().zip(&mut dnans) {
-                            raw.clear();
-                            for seg in op {
-                                let (x, y) = in_coord(g, ox, oy, seg);
-                                for c in seg.c0..seg.c0 + seg.n {
-                                    raw.push(data_at(g, input, b, c, y, x) as u16);
-                                }
-                            }
+                            op_block(g, input, b, op, (ox, oy), &mut raw);
                             *dnan = block_nan(&raw, &[]);
                             dblocks.push_block(&raw);
                         }

@@ -7,7 +7,7 @@
 //! Layers of few input channels keep the weight columns (`conv_fp16`), and layers
 //! with a NaN weight the block kernels.
 
-use super::{data_at, in_coord, ops, AccOut, Geom};
+use super::{data_at, op_block, ops, AccOut, Geom};
 use crate::engines::conv::arith::{
     block_nan, f16_is_nan, DataLanes, Deferred, Fp48, MacF16, WeightRows, ROW_WIDTH,
 };
@@ -182,13 +182,7 @@ pub(super) fn conv(
                     for ox in 0..ow {
                         local.clear();
                         for (op, nan) in ops.iter().zip(&mut nans) {
-                            raw.clear();
-                            for seg in op {
-                                let (x, y) = in_coord(g, ox, oy, seg);
-                                for c in seg.c0..seg.c0 + seg.n {
-                                    raw.push(data_at(g, input, b, c, y, x) as u16);
-                                }
-                            }
+                            op_block(g, input, b, op, (ox, oy), &mut raw);
                             *nan = block_nan(&raw, &[]);
                             local.push_block(&raw);
                         }
