@@ -36,6 +36,13 @@ pub(super) fn conv(
     let nops = ops.len();
     let (ow, oh) = (g.out_w, g.out_h);
     let lanes = g.lanes.max(1).next_multiple_of(16);
+    // Kernels per chunk: whole rows, as many as fit in `chunk_bytes`.
+    let groups = (chunk_bytes / (nops * lanes * 2 * 64).max(1)).max(1);
+    let kchunk = groups * ROW_WIDTH;
+    if (kchunk + ROW_WIDTH) * nops >= WeightRows::MAX_OWNERS {
+        // Too many outputs per chunk for the deferred lanes' keys: the block kernels.
+        return None;
+    }
     let rows = WeightRows::build(g.k, nops, lanes, |k, op, block| {
         let mut i = 0;
         for seg in &ops[op] {
@@ -45,12 +52,6 @@ pub(super) fn conv(
             }
         }
     })?;
-    // Kernels per chunk: whole rows, as many as fit in `chunk_bytes`.
-    let groups = (chunk_bytes / (nops * lanes * 2 * 64)).max(1);
-    let kchunk = groups * ROW_WIDTH;
-    if (kchunk + ROW_WIDTH) * nops >= WeightRows::MAX_OWNERS {
-        return None;
-    }
     // The padded input decoded once into blocks per (position, channel block), which
     // operations refer to by index (as `conv_fp16` does); larger inputs per position.
     let hp = (oh - 1) * g.sy + (g.r - 1) * g.dy + 1;
