@@ -987,8 +987,8 @@ impl Ctx<'_> {
                             ..Default::default()
                         },
                         local_size: x.local_size as u8,
-                        bypass_sqsum: 0,
-                        bypass_out_mul: 0,
+                        bypass_sqsum: u8::from(x.lookup),
+                        bypass_out_mul: u8::from(x.lookup),
                         reserved0: 0,
                     };
                     let surf = dla::CdpSurfaceDesc {

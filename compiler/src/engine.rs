@@ -285,6 +285,9 @@ pub struct CdpOp {
     /// Output converter `(scale, shift)`: `(1, 0)` in fp16; in int8 it takes the LUT
     /// entry times the input to the output's scale.
     pub out_cvt: (i16, u8),
+    /// A lookup of each element alone (`SQSUM_BYPASS` and `MUL_BYPASS`): the table's
+    /// entry for the input value is the output (lower/table.rs); otherwise LRN.
+    pub lookup: bool,
 }
 
 /// RUBIK contract: the phases of a strided deconvolution (computed as one convolution

@@ -110,17 +110,34 @@ pub(crate) fn compile_calibrated(
 impl Compiled {
     /// Where the network runs, when CPU partitions take part of it: IR nodes and MACs on
     /// NVDLA against ONNX nodes and MACs on the CPU, and the CPU's operators by count.
+    /// Partitions of element-wise functions that the CDP computes as tables
+    /// (`lower/table.rs`) count on NVDLA's side, with their operators.
     pub fn partition_summary(&self) -> Option<String> {
         let g = &self.graph;
-        let parts: Vec<&ir::CpuPartition> = g
-            .nodes
+        let on_cpu: std::collections::HashSet<&str> = self
+            .program
+            .ops
             .iter()
-            .filter_map(|n| match &n.op {
-                ir::Op::CpuPartition(p) => Some(&**p),
-                _ => None,
+            .filter(|o| {
+                matches!(
+                    o.kind,
+                    engine::HwOpKind::Cpu(engine::CpuOp::Partition { .. })
+                )
             })
+            .flat_map(|o| o.layers.iter().map(String::as_str))
             .collect();
-        if parts.is_empty() {
+        let mut parts = Vec::new();
+        let mut tables = Vec::new();
+        for n in &g.nodes {
+            if let ir::Op::CpuPartition(p) = &n.op {
+                if on_cpu.contains(n.name.as_str()) {
+                    parts.push(&**p);
+                } else {
+                    tables.push(&**p);
+                }
+            }
+        }
+        if parts.is_empty() && tables.is_empty() {
             return None;
         }
         let hw_nodes = g
@@ -128,32 +145,53 @@ impl Compiled {
             .iter()
             .filter(|n| !matches!(n.op, ir::Op::CpuPartition(_) | ir::Op::CpuUnary { .. }))
             .count();
-        let hw_macs: u64 = g.nodes.iter().map(|n| g.macs(n)).sum();
-        let mut cpu_macs = 0u64;
-        let mut ops: Vec<(String, usize)> = Vec::new();
-        for p in &parts {
-            cpu_macs += nvdla_umd::partition::macs(&p.model, &p.input_dims).unwrap_or(0);
-            for o in &p.ops {
+        let macs = |ps: &[&ir::CpuPartition]| -> u64 {
+            ps.iter()
+                .map(|p| nvdla_umd::partition::macs(&p.model, &p.input_dims).unwrap_or(0))
+                .sum()
+        };
+        let by_op = |ps: &[&ir::CpuPartition]| -> String {
+            let mut ops: Vec<(&str, usize)> = Vec::new();
+            for o in ps.iter().flat_map(|p| &p.ops) {
                 match ops.iter_mut().find(|(n, _)| n == o) {
                     Some((_, c)) => *c += 1,
-                    None => ops.push((o.clone(), 1)),
+                    None => ops.push((o, 1)),
                 }
             }
-        }
-        ops.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-        let total = (hw_macs + cpu_macs).max(1) as f64;
-        let cpu_nodes: usize = parts.iter().map(|p| p.ops.len()).sum();
-        Some(format!(
-            "NVDLA: {hw_nodes} IR nodes, {hw_macs} MACs ({:.2} %); CPU: {} partitions of {cpu_nodes} \
-             ONNX nodes, {cpu_macs} MACs ({:.2} %): {}",
-            100.0 * hw_macs as f64 / total,
-            parts.len(),
-            100.0 * cpu_macs as f64 / total,
+            ops.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
             ops.iter()
                 .map(|(o, c)| format!("{o} {c}"))
                 .collect::<Vec<_>>()
                 .join(", ")
-        ))
+        };
+        let hw_macs: u64 = g.nodes.iter().map(|n| g.macs(n)).sum::<u64>() + macs(&tables);
+        let cpu_macs = macs(&parts);
+        let total = (hw_macs + cpu_macs).max(1) as f64;
+        let nodes = |ps: &[&ir::CpuPartition]| ps.iter().map(|p| p.ops.len()).sum::<usize>();
+        let mut line = format!(
+            "NVDLA: {hw_nodes} IR nodes, {hw_macs} MACs ({:.2} %)",
+            100.0 * hw_macs as f64 / total
+        );
+        if !tables.is_empty() {
+            line += &format!(
+                ", and {} element-wise partitions of {} ONNX nodes as CDP tables: {}",
+                tables.len(),
+                nodes(&tables),
+                by_op(&tables)
+            );
+        }
+        if parts.is_empty() {
+            line += "; CPU: none";
+        } else {
+            line += &format!(
+                "; CPU: {} partitions of {} ONNX nodes, {cpu_macs} MACs ({:.2} %): {}",
+                parts.len(),
+                nodes(&parts),
+                100.0 * cpu_macs as f64 / total,
+                by_op(&parts)
+            );
+        }
+        Some(line)
     }
 
     /// The one-line summary: layers, operations per engine, tasks, memory, weights, time.

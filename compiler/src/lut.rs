@@ -140,8 +140,10 @@ pub fn int8_linear(start: i32, select: i8, f: impl Fn(f64) -> i16) -> LutParam {
     p.method = LutMethod::Linear.raw();
     p.linear_exp_offset = LutOffset::from_frac_bits(-128);
     p.linear_only_offset = LutOffset::from_frac_bits(select);
-    p.linear_only_start = u64::from(start as u32);
-    p.linear_only_end = u64::from((f64::from(start) + 256.0 * step) as i32 as u32);
+    // Sign-extended: the CDP's range registers have 6 more bits above the low 32 (the
+    // SDP's have none).
+    p.linear_only_start = i64::from(start) as u64;
+    p.linear_only_end = (f64::from(start) + 256.0 * step) as i64 as u64;
     p.hybrid_priority = LutPriority::LinearOnly.raw();
     p.underflow_priority = LutPriority::LinearOnly.raw();
     p.overflow_priority = LutPriority::LinearOnly.raw();

@@ -1,7 +1,8 @@
 //! CV-SRAM placement (`--cvsram SIZE`, nv_full): activations that fit the budget for their
 //! lifetime live in an SRAM-domain memory the engines address as `CV`; the outputs are
 //! the same bytes as the DRAM build's, the SRAM pool stays within the budget, what a CPU
-//! task touches stays in DRAM, and the cycle model moves the traffic to CVIF.
+//! task touches stays in DRAM (fp16: in int8 the CPU function is a CDP lookup), and the
+//! cycle model moves the traffic to CVIF.
 
 mod common;
 
@@ -101,7 +102,14 @@ fn activations_in_cvsram_give_the_same_bytes_within_the_budget() {
         assert_eq!(outputs[0], outputs[1], "{precision:?}");
         assert_eq!(outputs[0], outputs[2], "{precision:?}");
         assert_eq!(placed[0], 0);
-        assert_eq!(placed, [0, 2, 1], "{precision:?}");
+        // In int8 the exp is a CDP lookup (lower/table.rs): no CPU task, so its input and
+        // output may live in SRAM too.
+        let want = if precision == Precision::Fp16 {
+            [0, 2, 1]
+        } else {
+            [0, 4, 3]
+        };
+        assert_eq!(placed, want, "{precision:?}");
     }
 }
 

@@ -49,6 +49,9 @@ impl Lowering<'_> {
                 ),
             ));
         }
+        if self.table_unary(n, *func, *alpha, *beta)? {
+            return Ok(());
+        }
         let src = self.input(n, 0)?;
         let dst = self.output_surface(self.out_tensor(n)?);
         if self.t.precision == Precision::Int8 {
@@ -76,6 +79,9 @@ impl Lowering<'_> {
                 n,
                 "an ONNX partition runs on the CPU: compile with --cpu-fallback",
             ));
+        }
+        if self.table_partition(n, part)? {
+            return Ok(());
         }
         // Batches run as one pass per item, which a partition (free to mix the
         // items) cannot follow.

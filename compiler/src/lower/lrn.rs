@@ -55,6 +55,7 @@ impl Lowering<'_> {
                 local_size: *size as u32,
                 lut,
                 out_cvt,
+                lookup: false,
             }),
         });
         Ok(())

@@ -19,6 +19,7 @@ pub mod image;
 mod lrn;
 mod pool;
 mod prepare;
+pub(crate) mod table;
 pub mod winograd;
 
 use crate::engine::*;

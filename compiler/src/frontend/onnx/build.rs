@@ -706,7 +706,7 @@ impl Builder {
         // Shape and Size read dimensions only: a value computed on the CPU stays there.
         let outs = if !self.cpu_fallback || super::partition::reads_dims_only(&node.op_type) {
             ops::map(self, &cx)?
-        } else if super::partition::stays_on_cpu(&node.op_type, &cx.inputs) {
+        } else if self.stays_on_cpu(&cx) || self.completes_table(&cx) {
             self.cpu_node(&cx, None)?
         } else {
             // The hardware first; what it refuses goes to the CPU, and whatever the

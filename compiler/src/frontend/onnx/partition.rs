@@ -31,6 +31,7 @@ use super::proto::{
 use super::tensor::{fmt_dims, Const, Data};
 use crate::error::{CompileError, Result};
 use crate::ir::{CpuPartition, Node, Op, Shape, TensorId};
+use crate::lower::table::{is_elementwise, single_source, value_sources, Source};
 
 /// Operators that carry the arithmetic of a network: tried on the hardware even when their
 /// inputs come from the CPU.
@@ -73,19 +74,6 @@ pub(crate) struct Snapshot {
 /// constants from them): it neither runs on the CPU nor has a CPU value written out.
 pub(crate) fn reads_dims_only(op: &str) -> bool {
     matches!(op, "Shape" | "Size")
-}
-
-/// Whether a node reading `inputs` stays on the CPU without trying the hardware.
-pub(crate) fn stays_on_cpu(op: &str, inputs: &[Option<Value>]) -> bool {
-    if reads_dims_only(op) {
-        return false;
-    }
-    let acts: Vec<&Value> = inputs
-        .iter()
-        .flatten()
-        .filter(|v| !matches!(v, Value::Const(_)))
-        .collect();
-    !acts.is_empty() && acts.iter().all(|v| matches!(v, Value::Cpu { .. })) && !HEAVY.contains(&op)
 }
 
 fn tensor_proto(name: &str, c: &Const) -> TensorProto {
@@ -297,6 +285,95 @@ impl Builder {
     /// computed on the CPU).
     pub(crate) fn cpu_output(&mut self, name: &str) -> Result<Act> {
         self.materialize(name, name, true)
+    }
+
+    /// Whether the node of `cx` stays on the CPU without trying the hardware: every
+    /// activation it reads comes from the CPU, and it is not one of the operators that
+    /// carry a network's arithmetic, so that a chain of reshapes and transposes does not
+    /// bounce between the engines. Values a partition computes as a table
+    /// ([`Self::table_value`]) count as the hardware's: a split or a pooling after a SiLU
+    /// stays on the engines.
+    pub(crate) fn stays_on_cpu(&self, cx: &NodeCx<'_>) -> bool {
+        if reads_dims_only(cx.op()) || HEAVY.contains(&cx.op()) {
+            return false;
+        }
+        let mut acts = cx
+            .inputs
+            .iter()
+            .enumerate()
+            .filter_map(|(k, v)| Some((k, v.as_ref()?)))
+            .filter(|(_, v)| !matches!(v, Value::Const(_)))
+            .peekable();
+        acts.peek().is_some()
+            && acts.all(|(k, v)| match v {
+                Value::Cpu { part, .. } => !self.table_value(*part, cx.in_name(k)),
+                _ => false,
+            })
+    }
+
+    /// The sources of the values partition `part` computes, if this build computes
+    /// element-wise partitions as tables (int8 with a CDP).
+    fn table_sources(&self, part: usize) -> Option<HashMap<&str, Source>> {
+        let t = self.target.as_ref()?;
+        if t.precision != crate::target::Precision::Int8 || !t.hw.features.cdp {
+            return None;
+        }
+        let p = self.cpu.partitions.get(part)?;
+        Some(value_sources(
+            &p.nodes,
+            p.consts
+                .iter()
+                .filter(|(_, c)| c.dims.iter().product::<usize>() == 1)
+                .map(|(n, _)| n.as_str()),
+            p.inputs.iter().map(|(n, _, _)| n.as_str()),
+        ))
+    }
+
+    /// Whether value `name` of partition `part` is an element-wise function of one of its
+    /// inputs on a build that computes such values as tables (`lower/table.rs`).
+    fn table_value(&self, part: usize, name: &str) -> bool {
+        self.table_sources(part)
+            .is_some_and(|s| matches!(s.get(name), Some(Source::Of(_))))
+    }
+
+    /// Whether the element-wise node of `cx` completes a function of one tensor that the
+    /// open partition computes: it reads that tensor (the partition's input `X`) or values
+    /// the partition computes from `X` alone, at least one of the latter, and scalars. It
+    /// then joins the partition, which an int8 build with a CDP computes as one table
+    /// (`lower/table.rs`): SiLU's `x * sigmoid(x)` as one lookup instead of a lookup and a
+    /// product of two tensors on the SDP.
+    pub(crate) fn completes_table(&self, cx: &NodeCx<'_>) -> bool {
+        if !is_elementwise(cx.op()) || cx.node.output.iter().filter(|o| !o.is_empty()).count() != 1
+        {
+            return false;
+        }
+        let Some(open) = self.cpu.partitions.len().checked_sub(1) else {
+            return false;
+        };
+        let Some(sources) = self.table_sources(open) else {
+            return false;
+        };
+        let p = &self.cpu.partitions[open];
+        let mut computed = false;
+        let mut operands = Vec::new();
+        for (k, v) in cx.inputs.iter().enumerate() {
+            let Some(v) = v else { continue };
+            operands.push(match v {
+                Value::Const(c) if c.dims.iter().product::<usize>() == 1 => Some(Source::Scalar),
+                Value::Cpu { part, .. } if *part == open => {
+                    computed = true;
+                    sources.get(cx.in_name(k)).copied()
+                }
+                Value::Act(a) => p.inputs.iter().position(|i| i.2 == a.t).map(Source::Of),
+                _ => None,
+            });
+        }
+        computed
+            && single_source(operands).is_some()
+            && cx
+                .inputs
+                .iter()
+                .all(|v| v.as_ref().is_none_or(|v| self.readable_by(open, v)))
     }
 
     /// Whether input `v` of a CPU node can be read by partition `open`.
