@@ -40,6 +40,16 @@ pub fn refusal(g: &Graph, n: &Node, t: &Target) -> Option<String> {
             ))
         }
         Op::Lrn { .. } if !f.cdp => Some(format!("{} has no CDP", t.hw.name)),
+        // The SDP reads an element-wise operand beside its main input, not the same tensor
+        // twice (`x * x`, LayerNorm's squares): on the CPU, or a CDP lookup in int8.
+        Op::Eltwise { .. }
+            if n.inputs
+                .iter()
+                .enumerate()
+                .any(|(k, i)| n.inputs[..k].contains(i)) =>
+        {
+            Some("an element-wise operation of a tensor with itself".into())
+        }
         Op::Deconv(c) if c.window.stride != [1, 1] && c.window.dilation != [1, 1] => {
             Some("strided deconvolution with dilation".into())
         }

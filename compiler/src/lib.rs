@@ -164,7 +164,9 @@ impl Compiled {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        let hw_macs: u64 = g.nodes.iter().map(|n| g.macs(n)).sum::<u64>() + macs(&tables);
+        // MACs are the convolutions' and fully connected layers' (the IR's) against tract's
+        // multiply-adds in the CPU's partitions; tables count none.
+        let hw_macs: u64 = g.nodes.iter().map(|n| g.macs(n)).sum();
         let cpu_macs = macs(&parts);
         let total = (hw_macs + cpu_macs).max(1) as f64;
         let nodes = |ps: &[&ir::CpuPartition]| ps.iter().map(|p| p.ops.len()).sum::<usize>();

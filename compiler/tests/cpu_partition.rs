@@ -324,3 +324,53 @@ fn products_over_a_sequence_run_on_the_hardware() {
     eprintln!("int8 nv_small: max relative error {err:.2e}");
     assert!(err <= 0.04, "int8: error {err}");
 }
+
+/// conv 3x3 (4 -> 8), its square `Mul(c, c)` (the SDP reads one operand beside its main
+/// input, not the same tensor twice), conv 1x1 (8 -> 4).
+fn square_model() -> Vec<u8> {
+    let mut rng = Rng(0x5e1f);
+    let mut w = |n: usize, s: f32| rng.vec(n, s);
+    let nodes = vec![
+        node(
+            "Conv",
+            "c1",
+            &["x", "w1", "b1"],
+            &["c1"],
+            vec![("pads", A::Is(vec![1; 4]))],
+        ),
+        node("Mul", "sq", &["c1", "c1"], &["sq"], vec![]),
+        node("Conv", "c2", &["sq", "w2", "b2"], &["y"], vec![]),
+    ];
+    let inits = vec![
+        tf("w1", &[8, 4, 3, 3], w(8 * 4 * 9, 0.3)),
+        tf("b1", &[8], w(8, 0.1)),
+        tf("w2", &[4, 8, 1, 1], w(32, 0.5)),
+        tf("b2", &[4], w(4, 0.1)),
+    ];
+    model_with(13, vec![vi("x", &[1, 4, 6, 5])], nodes, inits, &["y"])
+}
+
+#[test]
+fn a_tensor_times_itself_runs_on_the_cpu_or_as_a_lookup() {
+    let input = Rng(5).vec(4 * 6 * 5, 1.0);
+    for (config, precision) in [("nv_full", Precision::Fp16), ("nv_small", Precision::Int8)] {
+        let hw = nvdla_hw::Config::by_name(config).unwrap();
+        let g = onnx::load(
+            &square_model(),
+            &onnx::Options {
+                cpu_fallback: true,
+                target: Some(Target::new(hw, precision).unwrap()),
+                ..Default::default()
+            },
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(partitions(&g), vec![vec!["Mul".to_string()]]);
+        let (got, want) = match precision {
+            Precision::Fp16 => run_fp16_opts(&g, config, &input, Extra::CPU_FALLBACK),
+            _ => run_int8_opts(&g, config, &input, true, Extra::CPU_FALLBACK),
+        };
+        let cos = cosine(&got, &want);
+        eprintln!("{config} {precision:?}: cosine {cos:.5}");
+        assert!(cos > 0.999, "{config}: cosine {cos}");
+    }
+}
