@@ -84,6 +84,20 @@ const INT8_FAMILY: &[&str] = &[
     "Constant",
     "DepthToSpace",
     "SpaceToDepth",
+    // Element-wise functions: with --cpu-fallback in CPU partitions, or CDP lookups where
+    // an engine reads the result (lower/table.rs).
+    "Sigmoid",
+    "Tanh",
+    "Erf",
+    "Softplus",
+    "Softsign",
+    "Elu",
+    "Selu",
+    "Celu",
+    "HardSigmoid",
+    "HardSwish",
+    "Exp",
+    "Abs",
 ];
 
 /// The operators issue 17 puts in scope (each of their tests must pass or be unsupported
