@@ -374,3 +374,111 @@ fn a_tensor_times_itself_runs_on_the_cpu_or_as_a_lookup() {
         assert!(cos > 0.999, "{config}: cosine {cos}");
     }
 }
+
+/// A sequence read by two partitions (captcha-whisperer's CRNN, reduced): conv 3x3 (3 -> 8)
+/// and ReLU over 4x6, its columns as 6 steps of 32 (`Transpose`, `Reshape` to
+/// `[6, 1, 32]`), steps 0 and 1 through a fully connected layer and a sigmoid (NVDLA),
+/// stacked (`fwd`), and the sequence reversed (`Slice` with step -1) in a later partition
+/// for a backward step (`bwd`). The steps leave the first partition for the second: they
+/// must not reach the engines as a batch of 6.
+fn sequence_partitions_model() -> Vec<u8> {
+    let mut rng = Rng(0x5e9);
+    let mut w = |n: usize, s: f32| rng.vec(n, s);
+    let step = |k: &str, idx: &str, out: &str| {
+        let (g, m) = (format!("g{k}"), format!("m{k}"));
+        vec![
+            node("Gather", &g, &["seq", idx], &[&g], vec![("axis", A::I(0))]),
+            node(
+                "Gemm",
+                &m,
+                &[&g, "gw", "gb"],
+                &[&m],
+                vec![("transB", A::I(1))],
+            ),
+            node("Sigmoid", out, &[&m], &[out], vec![]),
+        ]
+    };
+    let mut nodes = vec![
+        node(
+            "Conv",
+            "c",
+            &["x", "cw"],
+            &["c"],
+            vec![("pads", A::Is(vec![1; 4]))],
+        ),
+        node("Relu", "r", &["c"], &["r"], vec![]),
+        node(
+            "Transpose",
+            "t",
+            &["r"],
+            &["t"],
+            vec![("perm", A::Is(vec![3, 0, 1, 2]))],
+        ),
+        node("Reshape", "seq", &["t", "shp"], &["seq"], vec![]),
+    ];
+    nodes.extend(step("0", "i0", "y0"));
+    nodes.extend(step("1", "i1", "y1"));
+    nodes.extend([
+        node("Unsqueeze", "u0", &["y0", "ax"], &["u0"], vec![]),
+        node("Unsqueeze", "u1", &["y1", "ax"], &["u1"], vec![]),
+        node(
+            "Concat",
+            "fwd",
+            &["u0", "u1"],
+            &["fwd"],
+            vec![("axis", A::I(0))],
+        ),
+        node(
+            "Slice",
+            "rev",
+            &["seq", "st", "en", "ax", "step"],
+            &["rev"],
+            vec![],
+        ),
+    ]);
+    let mut back = step("2", "i0", "bwd");
+    back[0].input[0] = "rev".into();
+    nodes.extend(back);
+    let inits = vec![
+        tf("cw", &[8, 3, 3, 3], w(8 * 27, 0.4)),
+        ti("shp", &[3], vec![6, 1, 32]),
+        tf("gw", &[16, 32], w(16 * 32, 0.3)),
+        tf("gb", &[16], w(16, 0.2)),
+        ti("i0", &[], vec![0]),
+        ti("i1", &[], vec![1]),
+        ti("st", &[1], vec![-1]),
+        ti("en", &[1], vec![-7]),
+        ti("ax", &[1], vec![0]),
+        ti("step", &[1], vec![-1]),
+    ];
+    model_with(
+        13,
+        vec![vi("x", &[1, 3, 4, 6])],
+        nodes,
+        inits,
+        &["fwd", "bwd"],
+    )
+}
+
+#[test]
+fn a_sequence_passed_between_partitions_is_not_a_batch() {
+    let input = Rng(9).vec(3 * 4 * 6, 1.0);
+    let hw = nvdla_hw::Config::by_name("nv_full").unwrap();
+    let g = onnx::load(
+        &sequence_partitions_model(),
+        &onnx::Options {
+            cpu_fallback: true,
+            target: Some(Target::new(hw, Precision::Fp16).unwrap()),
+            ..Default::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    // The second partition reads the steps the first wrote (the sequence, reversed there).
+    let parts = partitions(&g);
+    assert_eq!(parts.len(), 2, "{parts:?}");
+    assert!(parts[1].contains(&"Slice".to_string()), "{parts:?}");
+    let (got, want) = run_fp16_opts(&g, "nv_full", &input, Extra::CPU_FALLBACK);
+    let err = max_rel_err(&got, &want);
+    eprintln!("fp16: max relative error {err:.2e}");
+    assert!(err <= 4e-3, "error {err}");
+}

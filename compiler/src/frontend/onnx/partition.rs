@@ -58,6 +58,9 @@ pub(crate) struct CpuSide {
     partitions: Vec<Partition>,
     /// IR tensor -> (partition, ONNX name) of the values partitions write.
     written: HashMap<TensorId, (usize, String)>,
+    /// Values written for other partitions with their leading dimension as channels
+    /// (`Builder::materialize`): no engine may read them.
+    folded: std::collections::HashSet<TensorId>,
 }
 
 /// What [`Builder::snapshot`] keeps to take a failed mapping back.
@@ -201,6 +204,7 @@ impl Builder {
         self.g.tensors.truncate(s.tensors);
         self.values = s.values;
         self.cpu.written = s.written;
+        self.cpu.folded.retain(|t| t.0 < s.tensors);
         self.cpu.partitions.truncate(s.partitions.len());
         for (p, [nodes, inputs, consts, outputs]) in
             self.cpu.partitions.iter_mut().zip(s.partitions)
@@ -223,12 +227,25 @@ impl Builder {
 
     /// Has partition `part` write value `name` (computed on the CPU) to memory: it becomes
     /// an activation the hardware can read.
-    /// A graph output (`output`) that no engine reads keeps a leading dimension other than
-    /// the network's batch as channels (a sequence model's `[T, 1, classes]`): the surface
-    /// holds its elements in the same order.
-    fn materialize(&mut self, label: &str, name: &str, output: bool) -> Result<Act> {
+    /// A value only CPUs read (`for_cpu`: a graph output that no engine reads, a value
+    /// another partition reads) keeps a leading dimension other than the network's batch as
+    /// channels (a sequence model's `[T, 1, classes]`, an LSTM's steps read by the next
+    /// partition): the surface holds its elements in the same order, and an engine may
+    /// not read it afterwards (it would take the steps for channels).
+    fn materialize(&mut self, label: &str, name: &str, for_cpu: bool) -> Result<Act> {
         let Some(Value::Cpu { part, dims, float }) = self.values.get(name).cloned() else {
             return match self.values.get(name) {
+                Some(Value::Act(a)) if !for_cpu && self.cpu.folded.contains(&a.t) => {
+                    Err(CompileError::layer(
+                        label,
+                        "CpuPartition",
+                        format!(
+                            "`{name}` ({}) leaves its CPU partition with its leading dimension as \
+                             channels, for the CPU: an engine cannot read it as one item",
+                            fmt_dims(&a.dims)
+                        ),
+                    ))
+                }
                 Some(Value::Act(a)) => Ok(a.clone()),
                 _ => Err(CompileError::layer(
                     label,
@@ -253,10 +270,22 @@ impl Builder {
         }
         let mut shape = ir_shape(&dims).map_err(|e| err(format!("`{name}`: {e}")))?;
         let batch = self.g.inputs.first().map_or(1, |&i| self.g.shape(i).n);
-        if output && shape.n != batch && batch == 1 {
+        if !for_cpu && shape.n != batch {
+            return Err(err(format!(
+                "`{name}` ({}) would reach the engines as {} items where the network has \
+                 {batch}: a batch runs as one pass per item",
+                fmt_dims(&dims),
+                shape.n
+            )));
+        }
+        let folded = for_cpu && shape.n != batch && batch == 1;
+        if folded {
             shape = Shape::new(1, shape.n * shape.c, shape.h, shape.w);
         }
         let t = self.g.add_tensor(name, shape);
+        if folded {
+            self.cpu.folded.insert(t);
+        }
         let p = &mut self.cpu.partitions[part];
         p.outputs.push((name.to_string(), dims.clone(), t));
         self.g.nodes[p.node].outputs.push(t);
@@ -270,12 +299,24 @@ impl Builder {
     pub(crate) fn materialize_inputs(&mut self, cx: &NodeCx<'_>) -> Result<Vec<Option<Value>>> {
         let mut out = cx.inputs.clone();
         for (k, v) in out.iter_mut().enumerate() {
-            if let Some(Value::Cpu { .. }) = v {
-                *v = Some(Value::Act(self.materialize(
-                    &cx.label,
-                    cx.in_name(k),
-                    false,
-                )?));
+            match v {
+                Some(Value::Cpu { .. }) => {
+                    *v = Some(Value::Act(self.materialize(
+                        &cx.label,
+                        cx.in_name(k),
+                        false,
+                    )?));
+                }
+                // Written for the CPU alone: refused (see `materialize`).
+                Some(Value::Act(a)) if self.cpu.folded.contains(&a.t) => {
+                    return Err(cx.err(format!(
+                        "input `{}` ({}) leaves its CPU partition with its leading dimension \
+                         as channels, for the CPU: an engine cannot read it as one item",
+                        cx.in_name(k),
+                        fmt_dims(&a.dims)
+                    )));
+                }
+                _ => {}
             }
         }
         Ok(out)
@@ -462,7 +503,7 @@ impl Builder {
                 }
                 Value::Cpu { part: q, .. } if *q == part => {}
                 Value::Cpu { .. } => {
-                    let a = self.materialize(&cx.label, &name, false)?;
+                    let a = self.materialize(&cx.label, &name, true)?;
                     self.bind_input(part, &name, a);
                 }
                 Value::Act(a) => match self.cpu.written.get(&a.t).cloned() {
