@@ -341,13 +341,6 @@ pub fn fold_affine_into_conv(g: &mut Graph) -> Result<bool> {
 /// output must be read by convolutions only (any groups) and not be a graph output. The
 /// convolutions then read the scale's input: a network input stays an image for image
 /// mode ([`crate::lower::image`]), and one SDP pass goes.
-///
-/// With a bias `t` the readers must be unpadded (a padded tap would read `t` where the
-/// affine's output is zero): `conv(s · x + t, W) = conv(x, W · s) + sum(W · t)` per output
-/// channel, added to their biases. Keras' Conv, ReLU, BatchNormalization, Conv exports an
-/// affine after a ReLU whose per-channel scales span 6.5e4 (fastmrz's segmenter): in int8
-/// the SDP that would apply it holds no 16-bit multipliers of that span, and folded into
-/// the next 1x1 convolution it costs nothing.
 pub fn fold_scale_into_readers(g: &mut Graph) -> Result<bool> {
     let mut changed = false;
     let mut i = 0;
@@ -381,25 +374,15 @@ pub fn fold_scale_into_readers(g: &mut Graph) -> Result<bool> {
                     && c.is_multiple_of(p.groups)
                     && p.out_channels.is_multiple_of(p.groups)
                     && p.weight.len()
-                        == p.out_channels * (c / p.groups) * p.window.kernel[0] * p.window.kernel[1]
-                    && (no_bias || p.window.pad == [0; 4])
-                    && p.bias.as_ref().is_none_or(|b| b.len() == p.out_channels))
+                        == p.out_channels * (c / p.groups) * p.window.kernel[0] * p.window.kernel[1])
                     && n.inputs.as_slice() == [y]
             });
-        let per_channel_of =
-            |w: &Option<Weights>| w.as_ref().is_none_or(|w| w.len() == 1 || w.len() == c);
-        if !all_convs
-            || is_output(g, y)
-            || !(scale.len() == 1 || scale.len() == c)
-            || !per_channel_of(bias)
-        {
+        if !no_bias || !all_convs || is_output(g, y) || !(scale.len() == 1 || scale.len() == c) {
             i += 1;
             continue;
         }
-        let at = |w: &Weights, ch: usize| f64::from(w.data[if w.len() == 1 { 0 } else { ch }]);
-        let s: Vec<f64> = (0..c).map(|ch| at(scale, ch)).collect();
-        let t: Vec<f64> = (0..c)
-            .map(|ch| bias.as_ref().map_or(0.0, |b| at(b, ch)))
+        let s: Vec<f64> = (0..c)
+            .map(|ch| f64::from(scale.data[if scale.len() == 1 { 0 } else { ch }]))
             .collect();
         for &j in &readers {
             let Op::Conv(p) = &mut g.nodes[j].op else {
@@ -408,23 +391,11 @@ pub fn fold_scale_into_readers(g: &mut Graph) -> Result<bool> {
             let cpg = c / p.groups;
             let kpg = (p.out_channels / p.groups).max(1);
             let per_channel = (p.window.kernel[0] * p.window.kernel[1]).max(1);
-            let mut shift = vec![0f64; p.out_channels];
             for (e, w) in p.weight.data.iter_mut().enumerate() {
                 let ko = e / (cpg * per_channel);
                 let ci = e / per_channel % cpg;
                 let ch = (ko / kpg) * cpg + ci;
-                shift[ko] += f64::from(*w) * t[ch];
                 *w = (f64::from(*w) * s[ch]) as f32;
-            }
-            if !no_bias {
-                let mut b = p
-                    .bias
-                    .take()
-                    .unwrap_or_else(|| Weights::vector(vec![0.0; p.out_channels]));
-                for (v, d) in b.data.iter_mut().zip(&shift) {
-                    *v = (f64::from(*v) + d) as f32;
-                }
-                p.bias = Some(b);
             }
         }
         g.nodes.remove(i);

@@ -481,40 +481,6 @@ fn input_scale_folds_into_the_convolutions_that_read_it() {
 }
 
 #[test]
-fn affine_with_bias_folds_into_unpadded_readers() {
-    // Keras' Conv, ReLU, BatchNormalization, Conv: the affine's scales span 1e-3 to 30.
-    let mut rng = Rng::new(12);
-    let c = 4;
-    let scale: Vec<f32> = vec![1e-3, 30.0, 0.5, -2.0];
-    let bias = rng.vec(c);
-    let mut b = Builder::new(s(1, c, 6, 6));
-    let y = b.add(
-        "bn",
-        affine_op(Some(scale), Some(bias)),
-        &[TensorId(0)],
-        s(1, c, 6, 6),
-    );
-    let mut unpadded = |groups: usize, with_bias: bool| {
-        let mut p = random_conv(&mut rng, c, 8, groups, with_bias);
-        p.window.pad = [0; 4];
-        Op::Conv(p)
-    };
-    let (a_op, g_op) = (unpadded(1, true), unpadded(2, false));
-    let a = b.add("a", a_op, &[y], s(1, 8, 4, 4));
-    let g2 = b.add("b", g_op, &[y], s(1, 8, 4, 4));
-    let g = b.finish(&[a, g2]);
-    let (h, changed) = apply(&g, fold_scale_into_readers);
-    assert!(changed);
-    assert_eq!(ops(&h), ["Convolution", "Convolution"]);
-    assert!(h.nodes.iter().all(|n| n.inputs == [TensorId(0)]));
-    assert!(h
-        .nodes
-        .iter()
-        .all(|n| matches!(&n.op, Op::Conv(p) if p.bias.is_some())));
-    assert_equivalent(&g, &h, 13);
-}
-
-#[test]
 fn affine_folds_into_deconv_and_fully_connected() {
     let mut rng = Rng::new(10);
     // Deconvolution 4 -> 6 channels, 2 groups, stride 2.
