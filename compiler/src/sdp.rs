@@ -454,12 +454,13 @@ pub type Int8Encoding = ([Option<SdpStage>; 3], (i16, u8));
 
 /// One stage of the int8 plan, before encoding.
 enum Phys {
-    /// `v' = (a*u/T) * (v + b/(a*u))`: from per-channel unit `u` to the uniform unit `T`.
+    /// `v' = (a*u/T) * (v + b/(a*u))`: from per-channel unit `u` to the unit `T` (uniform
+    /// unless [`balance_rescales`] spread it).
     Affine {
         a: Vec<f64>,
         b: Vec<f64>,
         u: Vec<f64>,
-        target: f64,
+        target: Vec<f64>,
         act: Act,
     },
     /// Negative values times `slope`.
@@ -628,7 +629,7 @@ impl SdpStages {
                         a,
                         b,
                         u: u.clone(),
-                        target,
+                        target: vec![target; c],
                         act: *act,
                     });
                     u = vec![target; c];
@@ -645,7 +646,7 @@ impl SdpStages {
                             a: vec![1.0; c],
                             b: vec![0.0; c],
                             u: u.clone(),
-                            target,
+                            target: vec![target; c],
                             act: Act::None,
                         });
                         u = vec![target; c];
@@ -667,7 +668,7 @@ impl SdpStages {
                                 a: vec![1.0; c],
                                 b: vec![0.0; c],
                                 u: u.clone(),
-                                target: tu,
+                                target: vec![tu; c],
                                 act: Act::None,
                             });
                             u = vec![tu; c];
@@ -698,7 +699,7 @@ impl SdpStages {
                             a: vec![1.0; c],
                             b: vec![0.0; c],
                             u: u.clone(),
-                            target: u_in,
+                            target: vec![u_in; c],
                             act: Act::None,
                         });
                     }
@@ -713,6 +714,7 @@ impl SdpStages {
                 }
             }
         }
+        balance_rescales(&mut phys);
         // A unit that differs per channel needs a stage to make it uniform for the output
         // converter.
         let uniform = u.iter().all(|&x| (x - u[0]).abs() <= u[0].abs() * 1e-9);
@@ -721,7 +723,7 @@ impl SdpStages {
                 a: vec![1.0; c],
                 b: vec![0.0; c],
                 u: u.clone(),
-                target: out_scale,
+                target: vec![out_scale; c],
                 act: Act::None,
             });
             u = vec![out_scale; c];
@@ -750,6 +752,65 @@ impl SdpStages {
             luts,
             cvt: (cvt_m as i16, cvt_s as u8),
         })
+    }
+}
+
+/// Smallest quantized multiplier a rescale keeps before [`balance_rescales`] spreads it.
+const MIN_RESCALE_M: i64 = 8;
+
+/// Spreads a second rescale's per-channel span over the first (int8): an affine after a
+/// ReLU (Keras' Conv, ReLU, BatchNormalization: scales from 5e-4 to 31 in fastmrz's
+/// segmenter) needs multipliers `a[k] * T1 / T2` that one 16-bit multiplier with a common
+/// shift cannot hold. When the second of two consecutive affine stages would keep fewer
+/// than [`MIN_RESCALE_M`] of its smallest multiplier, the first writes channel `k` in the
+/// unit `T1 * g[k]`, `g[k] = sqrt(max m / m[k])`: both stages then span the square root.
+/// A positive factor per channel commutes with the first stage's ReLU. The intermediate of
+/// a channel the second stage shrinks is coarser by `g[k]`, an error that stage divides by
+/// more than `g[k]`.
+fn balance_rescales(phys: &mut [Phys]) {
+    for i in 1..phys.len() {
+        let (head, tail) = phys.split_at_mut(i);
+        let (
+            Some(Phys::Affine {
+                target: t1,
+                act: act1,
+                ..
+            }),
+            Some(Phys::Affine {
+                a: a2,
+                u: u2,
+                target: t2,
+                ..
+            }),
+        ) = (head.last_mut(), tail.first_mut())
+        else {
+            continue;
+        };
+        if !matches!(act1, Act::None | Act::Relu) || u2 != t1 {
+            continue;
+        }
+        let m: Vec<f64> = (0..a2.len())
+            .map(|k| (a2[k] * u2[k] / t2[k]).abs())
+            .collect();
+        let (q, _) = crate::quant::fixed_point_common(&m, MAX_M, MAX_TRUNCATE);
+        let thin = m
+            .iter()
+            .zip(&q)
+            .any(|(&r, &q)| r != 0.0 && r.is_finite() && q.abs() < MIN_RESCALE_M);
+        let top = m
+            .iter()
+            .copied()
+            .filter(|x| x.is_finite())
+            .fold(0.0f64, f64::max);
+        if !thin || top == 0.0 {
+            continue;
+        }
+        for k in 0..m.len() {
+            if m[k] > 0.0 && m[k].is_finite() {
+                t1[k] *= (top / m[k]).sqrt();
+            }
+        }
+        u2.clone_from(t1);
     }
 }
 
@@ -854,7 +915,7 @@ fn encode_int8_stage(
                     continue;
                 }
                 alu[k] = b[k] / au;
-                mul[k] = au / target;
+                mul[k] = au / target[k];
             }
             let has_alu = alu.iter().any(|&x| x != 0.0);
             // ALU operand: int16 after a common left shift.
@@ -962,6 +1023,61 @@ mod tests {
         s.push(&t, Stage::PRelu(vec![0.1])).unwrap();
         s.relu(&t).unwrap();
         assert!(matches!(s.stages[1], Some((Stage::Pass, Act::Relu))));
+    }
+
+    #[test]
+    fn a_wide_rescale_after_a_relu_spreads_over_both_stages() {
+        // Keras' conv bias and ReLU, then a batch-norm whose scales span 6.5e4.
+        let a2 = vec![4.8e-4, 31.2, 1.0, -2.0];
+        let c = a2.len();
+        let stage = |a: Vec<f64>, u: f64, t: f64, act: Act| Phys::Affine {
+            a,
+            b: vec![0.25; c],
+            u: vec![u; c],
+            target: vec![t; c],
+            act,
+        };
+        let mut phys = vec![
+            stage(vec![1.0; c], 1e-3, 2f64.powi(-12), Act::Relu),
+            stage(a2.clone(), 2f64.powi(-12), 2f64.powi(-4), Act::None),
+        ];
+        let muls = |p: &[Phys]| -> Vec<Vec<f64>> {
+            p.iter()
+                .map(|s| match s {
+                    Phys::Affine { a, u, target, .. } => {
+                        (0..c).map(|k| (a[k] * u[k] / target[k]).abs()).collect()
+                    }
+                    _ => unreachable!(),
+                })
+                .collect()
+        };
+        let before = muls(&phys);
+        let (q, _) = crate::quant::fixed_point_common(&before[1], MAX_M, MAX_TRUNCATE);
+        assert!(q.iter().any(|&q| q.abs() < MIN_RESCALE_M), "{q:?}");
+        balance_rescales(&mut phys);
+        let after = muls(&phys);
+        for m in &after {
+            let (q, _) = crate::quant::fixed_point_common(m, MAX_M, MAX_TRUNCATE);
+            assert!(q.iter().all(|&q| q.abs() >= 64), "{q:?}");
+        }
+        // The same rescale overall, channel by channel.
+        for k in 0..c {
+            let (x, y) = (before[0][k] * before[1][k], after[0][k] * after[1][k]);
+            assert!((x - y).abs() <= 1e-12 * x, "channel {k}: {x} {y}");
+        }
+        // A narrow span is left alone.
+        let mut narrow = vec![
+            stage(vec![1.0; c], 1e-3, 2f64.powi(-12), Act::Relu),
+            stage(
+                vec![0.5, 2.0, 1.0, -1.0],
+                2f64.powi(-12),
+                2f64.powi(-4),
+                Act::None,
+            ),
+        ];
+        let before = muls(&narrow);
+        balance_rescales(&mut narrow);
+        assert_eq!(muls(&narrow), before);
     }
 
     #[test]
