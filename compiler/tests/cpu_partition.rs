@@ -482,3 +482,64 @@ fn a_sequence_passed_between_partitions_is_not_a_batch() {
     eprintln!("fp16: max relative error {err:.2e}");
     assert!(err <= 4e-3, "error {err}");
 }
+
+/// A partition whose half-precision output holds finite values beyond half precision
+/// fails by name instead of handing the engines infinities.
+#[test]
+fn values_beyond_half_precision_are_an_error() {
+    use nvdla_umd::partition::PartitionDesc;
+    let loadable = partitioned_loadable();
+    let l = nvdla_loadable::Loadable::parse(&loadable).unwrap();
+    let blob = l
+        .blobs()
+        .iter()
+        .find(|b| b.name().contains("partition"))
+        .unwrap()
+        .data()
+        .to_vec();
+    let mut d = PartitionDesc::decode(&blob).unwrap();
+    assert_eq!((d.inputs.len(), d.outputs.len()), (1, 1));
+    // The same binding, the values times 1e6 (the memory holds 1.06 in every half).
+    let dims: Vec<i64> = d.inputs[0].dims.iter().map(|&v| v as i64).collect();
+    let nodes = vec![
+        node(
+            "Transpose",
+            "t",
+            &["x"],
+            &["t"],
+            vec![("perm", A::Is(vec![0, 1, 3, 2]))],
+        ),
+        node("Mul", "y", &["t", "big"], &["y"], vec![]),
+    ];
+    d.model = model_with(
+        13,
+        vec![vi("x", &dims)],
+        nodes,
+        vec![tf("big", &[], vec![1e6])],
+        &["y"],
+    );
+    let mut slots = Slots(vec![vec![0x3c; 1 << 16]; 12]);
+    let e = nvdla_umd::partition::run(&d, &mut slots)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("beyond half precision"), "{e}");
+    // Times 1e3 fits.
+    let nodes = vec![
+        node(
+            "Transpose",
+            "t",
+            &["x"],
+            &["t"],
+            vec![("perm", A::Is(vec![0, 1, 3, 2]))],
+        ),
+        node("Mul", "y", &["t", "big"], &["y"], vec![]),
+    ];
+    d.model = model_with(
+        13,
+        vec![vi("x", &dims)],
+        nodes,
+        vec![tf("big", &[], vec![1e3])],
+        &["y"],
+    );
+    nvdla_umd::partition::run(&d, &mut slots).unwrap();
+}

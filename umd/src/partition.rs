@@ -79,6 +79,9 @@ fn model_err(e: impl std::fmt::Display) -> PartitionError {
     PartitionError::Model(format!("{e:#}"))
 }
 
+/// Largest finite half-precision value.
+const HALF_MAX: f32 = 65504.0;
+
 /// Element precision of a boundary surface.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SurfacePrecision {
@@ -638,6 +641,32 @@ pub fn run(desc: &PartitionDesc, mem: &mut dyn SlotMemory) -> Result<(), Partiti
                     t.channel, t.height, t.width
                 ),
             });
+        }
+        // A finite value beyond half precision would reach the engines as infinity: the
+        // network's result would be wrong with nothing to say so (an STFT's power
+        // spectrum of int16-scale audio, 2.9e11, fed to a product on NVDLA).
+        if t.precision == SurfacePrecision::Fp16 {
+            let over = v
+                .iter()
+                .filter(|x| x.is_finite() && x.abs() > HALF_MAX)
+                .count();
+            if over > 0 {
+                let peak = v
+                    .iter()
+                    .filter(|x| x.is_finite())
+                    .fold(0f32, |m, x| m.max(x.abs()));
+                return Err(PartitionError::Memory {
+                    dir: "output",
+                    index: k,
+                    reason: format!(
+                        "{over} of {} values are beyond half precision (largest magnitude \
+                         {peak:e}, half holds {HALF_MAX}): the engines reading it would see \
+                         infinities; scale the network's input down or keep the reader on \
+                         the CPU",
+                        v.len()
+                    ),
+                });
+            }
         }
         write_surface(surface(mem, t, "output", k)?, t, v);
     }
