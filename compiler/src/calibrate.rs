@@ -17,14 +17,19 @@
 //! other tensor's; feed the network with `nvdla-runtime --input F --input-scale S`, `S`
 //! being the input's scale that `--write-calibtable` records. A directory holds images or
 //! tensor files, not both.
+//!
+//! A network of several inputs (a recurrent model's state beside its signal) takes one
+//! subdirectory per sample, holding a tensor file per input named after it (`h.npy`; a
+//! `/` or `:` in the name as `_`) or by its position (`0.npy`, `1.npy`, ...).
 
 use crate::error::{CompileError, Result};
 use crate::ir::Graph;
 use crate::quant::{Calibration, RangeCollector, RangeMethod};
 use std::path::{Path, PathBuf};
 
-/// The samples of `dir`, sorted by name: image files (`.jpg`, `.jpeg`, `.pgm`) or tensor
-/// files (`.npy`, `.pb`).
+/// The samples of `dir`, sorted by name: image files (`.jpg`, `.jpeg`, `.pgm`), tensor
+/// files (`.npy`, `.pb`), or subdirectories of tensor files, one per sample of a network
+/// with several inputs.
 pub fn images_in(dir: &Path) -> Result<Vec<PathBuf>> {
     let rd = std::fs::read_dir(dir).map_err(|e| CompileError::Io {
         path: dir.to_path_buf(),
@@ -33,22 +38,59 @@ pub fn images_in(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut v: Vec<PathBuf> = rd
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| {
-            p.extension().and_then(|e| e.to_str()).is_some_and(|e| {
-                matches!(
-                    e.to_ascii_lowercase().as_str(),
-                    "jpg" | "jpeg" | "pgm" | "npy" | "pb"
-                )
-            })
+            p.is_dir()
+                || p.extension().and_then(|e| e.to_str()).is_some_and(|e| {
+                    matches!(
+                        e.to_ascii_lowercase().as_str(),
+                        "jpg" | "jpeg" | "pgm" | "npy" | "pb"
+                    )
+                })
         })
         .collect();
     v.sort();
     if v.is_empty() {
         return Err(CompileError::Option(format!(
-            "--calibrate {}: no .jpg or .pgm images or .npy or .pb tensors",
+            "--calibrate {}: no .jpg or .pgm images, .npy or .pb tensors or subdirectories \
+             of them",
             dir.display()
         )));
     }
     Ok(v)
+}
+
+/// The values of every input of `g` for the sample directory `dir` (module docs): a
+/// tensor file per input, named after it or by its position.
+pub fn inputs_in(g: &Graph, dir: &Path) -> Result<Vec<Vec<f32>>> {
+    g.inputs
+        .iter()
+        .enumerate()
+        .map(|(k, &t)| {
+            let name: String = g
+                .tensor(t)
+                .name
+                .chars()
+                .map(|c| {
+                    if matches!(c, '/' | ':' | '\\') {
+                        '_'
+                    } else {
+                        c
+                    }
+                })
+                .collect();
+            let file = [name.clone(), k.to_string()]
+                .iter()
+                .flat_map(|stem| ["npy", "pb"].map(|e| dir.join(format!("{stem}.{e}"))))
+                .find(|p| p.is_file())
+                .ok_or_else(|| {
+                    CompileError::Option(format!(
+                        "{}: no tensor file for input {k} `{}` ({name}.npy or {k}.npy)",
+                        dir.display(),
+                        g.tensor(t).name
+                    ))
+                })?;
+            tensor_for(g, t, &file)
+        })
+        .collect()
 }
 
 /// The network input (NCHW f32) for `image`, as the runtime feeds an int8 input of
@@ -94,7 +136,11 @@ pub fn is_tensor_file(path: &Path) -> bool {
 /// The network input (NCHW f32) a tensor file holds: `g`'s first input's elements, as
 /// `[1, C, H, W]`, `[C, H, W]` or any shape with that many elements.
 pub fn tensor_input_for(g: &Graph, path: &Path) -> Result<Vec<f32>> {
-    let input = first_input(g)?;
+    tensor_for(g, first_input(g)?, path)
+}
+
+/// The values of input `input` of `g` a tensor file holds (one item).
+fn tensor_for(g: &Graph, input: crate::ir::TensorId, path: &Path) -> Result<Vec<f32>> {
     let s = g.shape(input);
     let t = nvdla_umd::tensor::read_tensor_file(path).map_err(|e| CompileError::Parse {
         file: path.display().to_string(),
@@ -142,22 +188,37 @@ pub fn from_images(
 ) -> Result<Calibration> {
     let input = first_input(g)?;
     let tensors = images.iter().filter(|p| is_tensor_file(p)).count();
-    if tensors != 0 && tensors != images.len() {
+    let dirs = images.iter().filter(|p| p.is_dir()).count();
+    if (tensors != 0 || dirs != 0) && tensors + dirs != images.len() || tensors * dirs != 0 {
         return Err(CompileError::Option(
-            "--calibrate: the directory mixes images and tensor files".into(),
+            "--calibrate: the directory mixes images, tensor files and sample directories".into(),
         ));
     }
+    if dirs == 0 && g.inputs.len() > 1 {
+        return Err(CompileError::Option(format!(
+            "--calibrate: the network has {} inputs ({}); give one subdirectory per sample \
+             holding a tensor file per input, named after it",
+            g.inputs.len(),
+            g.inputs
+                .iter()
+                .map(|&t| format!("`{}`", g.tensor(t).name))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
     let sample = |i: usize| {
-        if tensors != 0 {
-            tensor_input_for(g, &images[i])
+        if dirs != 0 {
+            inputs_in(g, &images[i])
+        } else if tensors != 0 {
+            tensor_input_for(g, &images[i]).map(|x| vec![x])
         } else {
-            input_for(g, &images[i], normalize)
+            input_for(g, &images[i], normalize).map(|x| vec![x])
         }
     };
     let mut cal = collect(g, images.len(), &sample, method, per_channel, progress)?;
     // An image input's scale is what the runtime's conversion implies, not its range; a
     // tensor input's is its range, like any other tensor's.
-    if tensors == 0 {
+    if tensors == 0 && dirs == 0 {
         cal.scales.insert(input, 255.0 / (127.0 * normalize));
     }
     Ok(cal)
@@ -196,10 +257,17 @@ pub fn from_arrays(
             )));
         }
     }
+    if g.inputs.len() > 1 {
+        return Err(CompileError::Option(format!(
+            "calibration samples give the first input only; the network has {} (calibrate \
+             with --calibrate DIR, one subdirectory per sample)",
+            g.inputs.len()
+        )));
+    }
     collect(
         g,
         samples.len(),
-        &|i| Ok(samples[i].clone()),
+        &|i| Ok(vec![samples[i].clone()]),
         method,
         per_channel,
         progress,
@@ -236,12 +304,12 @@ fn range_methods(g: &Graph, method: RangeMethod) -> Vec<RangeMethod> {
         .collect()
 }
 
-/// The reference on samples `0..n` (`sample(i)` is the first input's values), their
-/// values streamed into per-tensor range collectors.
+/// The reference on samples `0..n` (`sample(i)` is every input's values, in the graph's
+/// order), their values streamed into per-tensor range collectors.
 fn collect(
     g: &Graph,
     n: usize,
-    sample: &(dyn Fn(usize) -> Result<Vec<f32>> + Sync),
+    sample: &(dyn Fn(usize) -> Result<Vec<Vec<f32>>> + Sync),
     method: RangeMethod,
     per_channel: bool,
     progress: &mut dyn FnMut(usize, usize),
@@ -251,11 +319,14 @@ fn collect(
     // from the first item's values (those of the sample alone: a percentile of N copies
     // would fall on another rank).
     let shape = g.shape(input);
-    let batch_of = |x: Vec<f32>| {
-        if shape.n > 1 && x.len() * shape.n == shape.elements() {
-            (x.repeat(shape.n), shape.n)
+    let batch_of = |xs: Vec<Vec<f32>>| {
+        let one_item = xs
+            .first()
+            .is_some_and(|x| x.len() * shape.n == shape.elements());
+        if shape.n > 1 && one_item {
+            (xs.into_iter().map(|x| x.repeat(shape.n)).collect(), shape.n)
         } else {
-            (x, 1)
+            (xs, 1)
         }
     };
     // Each sample's values go into per-tensor range collectors and are dropped: memory does
@@ -277,8 +348,9 @@ fn collect(
         let outs: Vec<Vec<Vec<f32>>> = chunk
             .par_iter()
             .map(|&i| {
-                let (x, copies) = batch_of(sample(i)?);
-                let mut out = crate::reference::run(g, &[(input, x)])?;
+                let (xs, copies) = batch_of(sample(i)?);
+                let feed: Vec<_> = g.inputs.iter().copied().zip(xs).collect();
+                let mut out = crate::reference::run(g, &feed)?;
                 for v in &mut out {
                     v.truncate(v.len() / copies);
                 }
@@ -366,5 +438,68 @@ mod tests {
         g.nodes.pop();
         let m = range_methods(&g, DEFAULT);
         assert_eq!(m[b.0], RangeMethod::MaxAbs);
+    }
+    #[test]
+    fn a_network_of_two_inputs_calibrates_on_sample_directories() {
+        use nvdla_umd::tensor::{write_npy, HostTensor};
+        let mut g = Graph::default();
+        let a = g.add_tensor("state/a:0", Shape::new(1, 4, 2, 2));
+        let b = g.add_tensor("b", Shape::new(1, 4, 2, 2));
+        g.inputs = vec![a, b];
+        let sum = Op::Eltwise {
+            kind: crate::ir::EltwiseKind::Sum,
+            coeffs: Vec::new(),
+        };
+        let y = node(&mut g, sum, vec![a, b], "y");
+        g.outputs = vec![y];
+        let dir = std::env::temp_dir().join(format!("nvdla-cal-two-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let write = |sub: &str, file: &str, peak: f32| {
+            let d = dir.join(sub);
+            std::fs::create_dir_all(&d).unwrap();
+            let v: Vec<f32> = (0..16).map(|i| peak * (i as f32 - 7.5) / 7.5).collect();
+            let t = HostTensor::from_f32(vec![1, 4, 2, 2], &v).unwrap();
+            write_npy(&d.join(file), &t).unwrap();
+        };
+        // By name (`/` and `:` as `_`) in one sample, by position in the other.
+        write("s0", "state_a_0.npy", 2.0);
+        write("s0", "b.npy", 0.5);
+        write("s1", "0.npy", 1.0);
+        write("s1", "1.npy", 8.0);
+        let samples = images_in(&dir).unwrap();
+        assert_eq!(samples.len(), 2);
+        let cal = from_images(
+            &g,
+            &samples,
+            1.0,
+            RangeMethod::MaxAbs,
+            false,
+            &mut |_, _| {},
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let scale = |t: crate::ir::TensorId| cal.scales[&t];
+        assert!((scale(a) - 2.0 / 127.0).abs() < 1e-7, "{}", scale(a));
+        assert!((scale(b) - 8.0 / 127.0).abs() < 1e-7, "{}", scale(b));
+        assert!((scale(y) - 9.0 / 127.0).abs() < 1e-6, "{}", scale(y));
+        // A missing input names it; flat tensor files feed the first input only: refused.
+        std::fs::remove_file(dir.join("s1/1.npy")).unwrap();
+        let e = from_images(
+            &g,
+            &samples,
+            1.0,
+            RangeMethod::MaxAbs,
+            false,
+            &mut |_, _| {},
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("no tensor file for input 1 `b`"), "{e}");
+        write("", "flat.npy", 1.0);
+        let flat = vec![dir.join("flat.npy")];
+        let e = from_images(&g, &flat, 1.0, RangeMethod::MaxAbs, false, &mut |_, _| {})
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("the network has 2 inputs"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -105,7 +105,9 @@ struct Args {
     /// int8: calibrate on the images (.jpg, .pgm) in this directory with the compiler's
     /// fp32 reference, fed as `nvdla-runtime --image` feeds them; or on tensor files
     /// (.npy, .pb) holding the input's real values, fed as `nvdla-runtime --input F
-    /// --input-scale S` feeds them (S is printed).
+    /// --input-scale S` feeds them (S is printed); a network of several inputs takes one
+    /// subdirectory per sample, a tensor file per input named after it (or 0.npy, 1.npy,
+    /// ... by position).
     #[arg(long)]
     calibrate: Option<PathBuf>,
     /// With `--calibrate`: the network's input is `pixel / normalize` (as the runtime's
