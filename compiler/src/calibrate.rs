@@ -274,6 +274,64 @@ pub fn from_arrays(
     )
 }
 
+/// Runs the reference on samples of every input of `g` by name (NCHW `f32`, one item or
+/// the whole batch each) and derives the scales as [`from_arrays`] does.
+pub fn from_named_arrays(
+    g: &Graph,
+    samples: &[Vec<(String, Vec<f32>)>],
+    method: RangeMethod,
+    per_channel: bool,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Calibration> {
+    if samples.is_empty() {
+        return Err(CompileError::Option("calibration: no samples".into()));
+    }
+    let mut ordered = Vec::with_capacity(samples.len());
+    for (i, sample) in samples.iter().enumerate() {
+        if let Some((name, _)) = sample
+            .iter()
+            .find(|(n, _)| !g.inputs.iter().any(|&t| g.tensor(t).name == *n))
+        {
+            return Err(CompileError::Option(format!(
+                "calibration sample {i}: the network has no input `{name}`"
+            )));
+        }
+        let mut values = Vec::with_capacity(g.inputs.len());
+        for &t in &g.inputs {
+            let name = &g.tensor(t).name;
+            let v = sample.iter().find(|(n, _)| n == name).ok_or_else(|| {
+                CompileError::Option(format!(
+                    "calibration sample {i}: no values for input `{name}`"
+                ))
+            })?;
+            let s = g.shape(t);
+            let item = s.c * s.h * s.w;
+            if v.1.len() != s.elements() && v.1.len() != item {
+                return Err(CompileError::Option(format!(
+                    "calibration sample {i}: {} values for input `{name}` ({s}), which has {}",
+                    v.1.len(),
+                    s.elements()
+                )));
+            }
+            if v.1.iter().any(|x| !x.is_finite()) {
+                return Err(CompileError::Option(format!(
+                    "calibration sample {i}: input `{name}` holds NaN or infinity"
+                )));
+            }
+            values.push(v.1.clone());
+        }
+        ordered.push(values);
+    }
+    collect(
+        g,
+        ordered.len(),
+        &|i| Ok(ordered[i].clone()),
+        method,
+        per_channel,
+        progress,
+    )
+}
+
 /// The range method of each tensor of `g`: `method`, except for the values on their way
 /// to a network output, which keep their largest values (`max-abs`): what matters there
 /// is rare (a detection's score among thousands of empty anchors, the top class's logit),
@@ -481,6 +539,23 @@ mod tests {
         assert!((scale(a) - 2.0 / 127.0).abs() < 1e-7, "{}", scale(a));
         assert!((scale(b) - 8.0 / 127.0).abs() < 1e-7, "{}", scale(b));
         assert!((scale(y) - 9.0 / 127.0).abs() < 1e-6, "{}", scale(y));
+        // The same samples as arrays by name (Python's dicts), in any order.
+        let ramp = |peak: f32| (0..16).map(|i| peak * (i as f32 - 7.5) / 7.5).collect();
+        let named = vec![
+            vec![
+                ("b".to_string(), ramp(0.5)),
+                ("state/a:0".to_string(), ramp(2.0)),
+            ],
+            vec![
+                ("state/a:0".to_string(), ramp(1.0)),
+                ("b".to_string(), ramp(8.0)),
+            ],
+        ];
+        let by_name = from_named_arrays(&g, &named, RangeMethod::MaxAbs, false, &mut |_, _| {})
+            .unwrap_or_else(|e| panic!("{e}"));
+        for t in [a, b, y] {
+            assert_eq!(by_name.scales[&t], cal.scales[&t]);
+        }
         // A missing input names it; flat tensor files feed the first input only: refused.
         std::fs::remove_file(dir.join("s1/1.npy")).unwrap();
         let e = from_images(

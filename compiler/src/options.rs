@@ -34,6 +34,9 @@ pub enum Calibrate {
     /// Sample values of the network's first input (NCHW `f32`, one array per sample): the
     /// C API's and Python's calibration.
     Arrays(Vec<Vec<f32>>),
+    /// Sample values of every input by name (NCHW `f32`, one list of arrays per sample):
+    /// Python's calibration of a network of several inputs.
+    NamedArrays(Vec<Vec<(String, Vec<f32>)>>),
 }
 
 /// Everything a compilation takes besides the model.
@@ -223,6 +226,17 @@ impl Options {
                 },
             )?),
             Calibrate::Arrays(samples) => Some(calibrate::from_arrays(
+                graph,
+                samples,
+                self.calib_method,
+                self.channel_scales,
+                &mut |i, n| {
+                    if i == n || i % 10 == 0 {
+                        progress(&format!("calibrating: {i}/{n} samples"));
+                    }
+                },
+            )?),
+            Calibrate::NamedArrays(samples) => Some(calibrate::from_named_arrays(
                 graph,
                 samples,
                 self.calib_method,

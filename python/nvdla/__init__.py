@@ -73,7 +73,8 @@ def compile(model, config="nv_full", precision="fp16", calibration=None, cpu_fal
     """Compiles `model` into a Loadable.
 
     model: a path to an .onnx file, ONNX bytes, or (prototxt_path, caffemodel_path).
-    calibration: for int8, an iterable of float32 arrays of the first input (NCHW, batch 1),
+    calibration: for int8, an iterable of float32 arrays of the first input (NCHW, batch 1)
+    or, for a network of several inputs, of dicts of them by input name,
     which the compiler's fp32 reference runs to find each tensor's range; or a calibration
     table's text (NVIDIA's JSON or a TensorRT cache).
     cpu_fallback: operators no NVDLA engine runs go to the CPU (partitions).
@@ -102,7 +103,11 @@ def compile(model, config="nv_full", precision="fp16", calibration=None, cpu_fal
             weights = f.read()
         model = (text, weights)
     if calibration is not None and not isinstance(calibration, str):
-        calibration = [np.ascontiguousarray(a, dtype=np.float32) for a in calibration]
+        calibration = [
+            {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in a.items()}
+            if isinstance(a, dict) else np.ascontiguousarray(a, dtype=np.float32)
+            for a in calibration
+        ]
     shapes = [(k, [int(d) for d in v]) for k, v in (input_shapes or {}).items()]
     data = _compile(model, config=config, precision=precision, calibration=calibration,
                     cpu_fallback=cpu_fallback, per_filter=per_filter, label=label,

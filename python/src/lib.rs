@@ -116,17 +116,38 @@ fn compile<'py>(
                 label: "calibration table".into(),
             }
         } else {
-            let mut samples = Vec::new();
+            let kind_err = || {
+                pyo3::exceptions::PyTypeError::new_err(
+                    "calibration: an iterable of float32 numpy arrays (the first input) or of \
+                     dicts of them by input name, or a table's text",
+                )
+            };
+            let values = |a: &Bound<'py, PyAny>| -> PyResult<Vec<f32>> {
+                let a: PyReadonlyArrayDyn<'py, f32> = a.extract().map_err(|_| kind_err())?;
+                Ok(a.as_array().iter().copied().collect())
+            };
+            let (mut samples, mut named) = (Vec::new(), Vec::new());
             for item in c.try_iter()? {
                 let item = item?;
-                let a: PyReadonlyArrayDyn<'py, f32> = item.extract().map_err(|_| {
-                    pyo3::exceptions::PyTypeError::new_err(
-                        "calibration: an iterable of float32 numpy arrays, or a table's text",
-                    )
-                })?;
-                samples.push(a.as_array().iter().copied().collect::<Vec<f32>>());
+                if let Ok(d) = item.downcast::<PyDict>() {
+                    let mut sample = Vec::new();
+                    for (k, v) in d.iter() {
+                        sample.push((k.extract::<String>().map_err(|_| kind_err())?, values(&v)?));
+                    }
+                    named.push(sample);
+                } else {
+                    samples.push(values(&item)?);
+                }
             }
-            Calibrate::Arrays(samples)
+            match (samples.is_empty(), named.is_empty()) {
+                (_, true) => Calibrate::Arrays(samples),
+                (true, false) => Calibrate::NamedArrays(named),
+                (false, false) => {
+                    return Err(pyo3::exceptions::PyTypeError::new_err(
+                        "calibration: arrays and dicts of arrays mixed",
+                    ))
+                }
+            }
         };
     }
     let compiled = py

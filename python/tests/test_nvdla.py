@@ -79,6 +79,23 @@ def test_int8_calibrated_from_arrays_records_scales():
 
 
 @need_shared
+def test_int8_calibration_by_input_name():
+    """Samples as dicts by input name (a network of several inputs takes them so) give the
+    same loadable as arrays of the first input; an unknown name is an error naming it."""
+    rng = np.random.default_rng(4)
+    samples = [rng.random((1, 1, 28, 28), dtype=np.float32) * 255 for _ in range(3)]
+    name = nvdla.InferenceSession(str(MNIST)).get_inputs()[0].name
+    by_array = nvdla.compile(str(MNIST), config="nv_small", precision="int8",
+                             calibration=samples)
+    by_name = nvdla.compile(str(MNIST), config="nv_small", precision="int8",
+                            calibration=[{name: x} for x in samples])
+    assert by_array.data == by_name.data
+    with pytest.raises(nvdla.CompileError, match="no input `nope`"):
+        nvdla.compile(str(MNIST), config="nv_small", precision="int8",
+                      calibration=[{"nope": samples[0]}])
+
+
+@need_shared
 def test_optimized_build_classifies_alike_and_takes_fewer_cycles():
     """optimize=True (the compiler's -O): the input becomes an image, read in image mode."""
     plain = nvdla.InferenceSession(nvdla.compile(str(MNIST)), profiling=True)
