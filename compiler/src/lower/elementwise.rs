@@ -115,10 +115,13 @@ impl Lowering<'_> {
             }
             Op::Activation(a @ (Activation::Sigmoid | Activation::Tanh | Activation::Erf)) => {
                 if !t.hw.features.sdp_lut {
-                    return Err(layer_err(
-                        n,
-                        format!("{} has no SDP lookup table for {}", t.hw.name, n.op.name()),
-                    ));
+                    // Not fused into an SDP: alone, a CDP lookup where the build can
+                    // (lower/table.rs), else refused there.
+                    return Ok(Err(format!(
+                        "{} has no SDP lookup table for {}",
+                        t.hw.name,
+                        n.op.name()
+                    )));
                 }
                 if sdp.has_lut() {
                     Err("one LUT per SDP operation".to_string())

@@ -24,7 +24,7 @@ pub mod winograd;
 
 use crate::engine::*;
 use crate::error::{CompileError, Result};
-use crate::ir::{EltwiseKind, Graph, Node, Op, TensorId};
+use crate::ir::{Activation, EltwiseKind, Graph, Node, Op, TensorId};
 use crate::quant::Calibration;
 use crate::sdp::{SdpStages, Stage};
 use crate::target::{Precision, Target};
@@ -625,6 +625,11 @@ impl Lowering<'_> {
                 // The producers already wrote their windows of the output surface.
                 self.output_surface(out);
                 Ok(())
+            }
+            Op::Activation(a @ (Activation::Sigmoid | Activation::Tanh | Activation::Erf))
+                if !self.t.hw.features.sdp_lut =>
+            {
+                self.table_activation(n, a)
             }
             Op::ChannelAffine { .. }
             | Op::BatchNorm { .. }

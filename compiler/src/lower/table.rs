@@ -22,7 +22,7 @@ use super::{layer_err, Lowering};
 use crate::engine::*;
 use crate::error::Result;
 use crate::frontend::onnx::proto::{self, NodeProto, TensorProto};
-use crate::ir::{CpuPartition, Node};
+use crate::ir::{Activation, CpuPartition, Node};
 use crate::target::Precision;
 use nvdla_umd::emu::{round_saturate_i8, FallbackFn};
 use std::collections::HashMap;
@@ -298,6 +298,47 @@ impl Lowering<'_> {
             i16::from(round_saturate_i8(func.apply(x, alpha, beta) / so))
         });
         Ok(true)
+    }
+
+    /// A sigmoid, tanh or erf on a build without the SDP's lookup table: a CDP lookup in
+    /// int8, each entry the function of `q * scale` rounded to the output's step (ties to
+    /// even, as the CPU would); refused otherwise.
+    pub(super) fn table_activation(&mut self, n: &Node, a: &Activation) -> Result<()> {
+        if self.t.precision != Precision::Int8 || !self.t.hw.features.cdp {
+            return Err(layer_err(
+                n,
+                format!(
+                    "{} has no SDP lookup table for {} (a CDP lookup needs int8)",
+                    self.t.hw.name,
+                    n.op.name()
+                ),
+            ));
+        }
+        let f = match a {
+            Activation::Sigmoid => crate::sdp::LutFn::Sigmoid,
+            Activation::Tanh => crate::sdp::LutFn::Tanh,
+            _ => crate::sdp::LutFn::Erf,
+        };
+        let src = self.input(n, 0)?;
+        let dst = self.output_surface(self.out_tensor(n)?);
+        for id in [src, dst] {
+            if self.p.channel_scales(id).is_some() {
+                return Err(layer_err(
+                    n,
+                    "a CDP lookup reads and writes one scale per tensor",
+                ));
+            }
+        }
+        let (si, so) = (self.require_scale(src)?, self.require_scale(dst)?);
+        self.lookup(n, src, dst, |q| {
+            let y = f.eval(f64::from(q) * si) / so;
+            if y.is_nan() {
+                0
+            } else {
+                y.round_ties_even().clamp(-128.0, 127.0) as i16
+            }
+        });
+        Ok(())
     }
 
     /// One CDP lookup from `src` to `dst` (int8): `entry(q)` is the output for the input
