@@ -191,6 +191,11 @@ impl Options {
         graph: &Graph,
         progress: &mut dyn FnMut(&str),
     ) -> Result<Option<Calibration>> {
+        let mut samples_done = |i: usize, n: usize| {
+            if i == n || i % 10 == 0 {
+                progress(&format!("calibrating: {i}/{n} samples"));
+            }
+        };
         Ok(match &self.calibration {
             Calibrate::None => None,
             Calibrate::Given(c) => Some(c.clone()),
@@ -219,33 +224,21 @@ impl Options {
                 self.normalize,
                 self.calib_method,
                 self.channel_scales,
-                &mut |i, n| {
-                    if i == n || i % 10 == 0 {
-                        progress(&format!("calibrating: {i}/{n} samples"));
-                    }
-                },
+                &mut samples_done,
             )?),
             Calibrate::Arrays(samples) => Some(calibrate::from_arrays(
                 graph,
                 samples,
                 self.calib_method,
                 self.channel_scales,
-                &mut |i, n| {
-                    if i == n || i % 10 == 0 {
-                        progress(&format!("calibrating: {i}/{n} samples"));
-                    }
-                },
+                &mut samples_done,
             )?),
             Calibrate::NamedArrays(samples) => Some(calibrate::from_named_arrays(
                 graph,
                 samples,
                 self.calib_method,
                 self.channel_scales,
-                &mut |i, n| {
-                    if i == n || i % 10 == 0 {
-                        progress(&format!("calibrating: {i}/{n} samples"));
-                    }
-                },
+                &mut samples_done,
             )?),
         })
     }

@@ -501,45 +501,22 @@ fn values_beyond_half_precision_are_an_error() {
     assert_eq!((d.inputs.len(), d.outputs.len()), (1, 1));
     // The same binding, the values times 1e6 (the memory holds 1.06 in every half).
     let dims: Vec<i64> = d.inputs[0].dims.iter().map(|&v| v as i64).collect();
-    let nodes = vec![
-        node(
-            "Transpose",
-            "t",
-            &["x"],
-            &["t"],
-            vec![("perm", A::Is(vec![0, 1, 3, 2]))],
-        ),
-        node("Mul", "y", &["t", "big"], &["y"], vec![]),
-    ];
-    d.model = model_with(
-        13,
-        vec![vi("x", &dims)],
-        nodes,
-        vec![tf("big", &[], vec![1e6])],
-        &["y"],
-    );
+    let times = |k: f32| {
+        let transpose = vec![("perm", A::Is(vec![0, 1, 3, 2]))];
+        let nodes = vec![
+            node("Transpose", "t", &["x"], &["t"], transpose),
+            node("Mul", "y", &["t", "big"], &["y"], vec![]),
+        ];
+        let big = vec![tf("big", &[], vec![k])];
+        model_with(13, vec![vi("x", &dims)], nodes, big, &["y"])
+    };
+    d.model = times(1e6);
     let mut slots = Slots(vec![vec![0x3c; 1 << 16]; 12]);
     let e = nvdla_umd::partition::run(&d, &mut slots)
         .unwrap_err()
         .to_string();
     assert!(e.contains("beyond half precision"), "{e}");
     // Times 1e3 fits.
-    let nodes = vec![
-        node(
-            "Transpose",
-            "t",
-            &["x"],
-            &["t"],
-            vec![("perm", A::Is(vec![0, 1, 3, 2]))],
-        ),
-        node("Mul", "y", &["t", "big"], &["y"], vec![]),
-    ];
-    d.model = model_with(
-        13,
-        vec![vi("x", &dims)],
-        nodes,
-        vec![tf("big", &[], vec![1e3])],
-        &["y"],
-    );
+    d.model = times(1e3);
     nvdla_umd::partition::run(&d, &mut slots).unwrap();
 }
