@@ -192,7 +192,7 @@ impl Options {
         progress: &mut dyn FnMut(&str),
     ) -> Result<Option<Calibration>> {
         let mut samples_done = |i: usize, n: usize| {
-            if i == n || i % 10 == 0 {
+            if i == n || i.is_multiple_of(10) {
                 progress(&format!("calibrating: {i}/{n} samples"));
             }
         };
