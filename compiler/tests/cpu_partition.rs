@@ -167,6 +167,18 @@ fn the_loadable_declares_its_partitions() {
     }
 }
 
+/// The first partition descriptor of [`partitioned_loadable`], as bytes.
+fn first_partition_blob() -> Vec<u8> {
+    let loadable = partitioned_loadable();
+    let l = nvdla_loadable::Loadable::parse(&loadable).unwrap();
+    l.blobs()
+        .iter()
+        .find(|b| b.name().contains("partition"))
+        .unwrap()
+        .data()
+        .to_vec()
+}
+
 /// Memory slots for running a descriptor outside a loadable.
 struct Slots(Vec<Vec<u8>>);
 
@@ -185,15 +197,7 @@ impl nvdla_umd::emu::SlotMemory for Slots {
 #[test]
 fn damaged_descriptors_give_errors_not_panics() {
     use nvdla_umd::partition::PartitionDesc;
-    let loadable = partitioned_loadable();
-    let l = nvdla_loadable::Loadable::parse(&loadable).unwrap();
-    let blob = l
-        .blobs()
-        .iter()
-        .find(|b| b.name().contains("partition"))
-        .unwrap()
-        .data()
-        .to_vec();
+    let blob = first_partition_blob();
     let good = PartitionDesc::decode(&blob).unwrap();
     assert_eq!(PartitionDesc::decode(&good.encode()).unwrap(), good);
     let slots = || Slots(vec![vec![0x3c; 1 << 16]; 12]);
@@ -488,15 +492,7 @@ fn a_sequence_passed_between_partitions_is_not_a_batch() {
 #[test]
 fn values_beyond_half_precision_are_an_error() {
     use nvdla_umd::partition::PartitionDesc;
-    let loadable = partitioned_loadable();
-    let l = nvdla_loadable::Loadable::parse(&loadable).unwrap();
-    let blob = l
-        .blobs()
-        .iter()
-        .find(|b| b.name().contains("partition"))
-        .unwrap()
-        .data()
-        .to_vec();
+    let blob = first_partition_blob();
     let mut d = PartitionDesc::decode(&blob).unwrap();
     assert_eq!((d.inputs.len(), d.outputs.len()), (1, 1));
     // The same binding, the values times 1e6 (the memory holds 1.06 in every half).
