@@ -171,12 +171,14 @@ fn the_loadable_declares_its_partitions() {
 fn first_partition_blob() -> Vec<u8> {
     let loadable = partitioned_loadable();
     let l = nvdla_loadable::Loadable::parse(&loadable).unwrap();
-    l.blobs()
+    let blob = l
+        .blobs()
         .iter()
         .find(|b| b.name().contains("partition"))
         .unwrap()
         .data()
-        .to_vec()
+        .to_vec();
+    blob
 }
 
 /// Memory slots for running a descriptor outside a loadable.
