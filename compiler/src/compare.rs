@@ -48,7 +48,12 @@ fn read_surface_scaled(
     atom: usize,
     channel_scales: Option<&[f32]>,
 ) -> Result<Vec<f32>> {
-    let bpe = s.precision.bytes() as usize;
+    // A network input of integers: int16 in its own atoms, whatever the build's.
+    let (bpe, atom) = if s.integer {
+        (2, crate::engine::INTEGER_ATOM as usize)
+    } else {
+        (s.precision.bytes() as usize, atom)
+    };
     let cpa = atom / bpe;
     let (c, h, w) = (s.c as usize, s.h as usize, s.w as usize);
     let mut out = vec![0.0f32; c * h * w];
@@ -69,6 +74,7 @@ fn read_surface_scaled(
                     CompileError::Network(format!("surface `{}` lies outside its memory", s.name))
                 })?;
                 out[(ch * h + y) * w + x] = match s.precision {
+                    _ if s.integer => f32::from(i16::from_le_bytes([b[0], b[1]])),
                     Precision::Fp16 => {
                         half::f16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f32()
                     }

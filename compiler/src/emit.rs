@@ -161,7 +161,9 @@ pub fn emit(p: &Program, t: &Target) -> Result<LoadableSpec> {
         list.iter()
             .enumerate()
             .map(|(i, &sid)| (i, p.surface(sid)))
-            .filter(|(_, s)| s.precision == Precision::Int8 && s.scale.is_finite() && s.scale > 0.0)
+            .filter(|(_, s)| {
+                s.precision == Precision::Int8 && !s.integer && s.scale.is_finite() && s.scale > 0.0
+            })
             .map(|(i, s)| (i, s.scale))
             .collect()
     };
@@ -305,6 +307,7 @@ fn tensor_desc(sf: &Surface, t: &Target, mem_id: u16) -> TensorSpec {
         (DataFormat::NCxHWx, DataCategory::FEATURE, sf.surf_stride)
     };
     let (data_type, pixel) = match (sf.precision, sf.pixel, atom) {
+        _ if sf.integer => (DataType::INT16, PixelFormat::FEATURE),
         (Precision::Fp16, true, _) => (DataType::HALF, PixelFormat::A16B16G16R16_F),
         (Precision::Int8, true, _) => (DataType::INT8, PixelFormat::A8B8G8R8),
         (Precision::Fp16, false, 8) => (DataType::HALF, PixelFormat::FEATURE_X8),
@@ -331,7 +334,7 @@ fn tensor_desc(sf: &Surface, t: &Target, mem_id: u16) -> TensorSpec {
             sf.w as i32,
         ],
         strides: [
-            sf.precision.bytes(),
+            if sf.integer { 2 } else { sf.precision.bytes() },
             sf.line_stride,
             surf_stride,
             item,
@@ -1294,10 +1297,15 @@ impl Ctx<'_> {
                         nvdla_umd::partition::TensorBinding {
                             address_index: self.surface_address(id).0,
                             precision: match s.precision {
+                                _ if s.integer => nvdla_umd::partition::SurfacePrecision::Int16,
                                 Precision::Fp16 => nvdla_umd::partition::SurfacePrecision::Fp16,
                                 Precision::Int8 => nvdla_umd::partition::SurfacePrecision::Int8,
                             },
-                            channels_per_group: self.t.channels_per_atom_of(s.precision) as u8,
+                            channels_per_group: if s.integer {
+                                crate::engine::INTEGER_CHANNELS_PER_ATOM as u8
+                            } else {
+                                self.t.channels_per_atom_of(s.precision) as u8
+                            },
                             offset: s.offset as u32,
                             size: s.size,
                             channel: s.c,

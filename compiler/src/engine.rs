@@ -84,7 +84,17 @@ pub struct Surface {
     /// its bytes are in the SRAM pool, and the engines address it as `CV`. Views follow
     /// their root.
     pub sram: bool,
+    /// A network input of integers (`Graph::integer_inputs`): int16 values in the feature
+    /// layout of INT16 (16 channels of 2 bytes per 32-byte atom, hwarch "Feature Data
+    /// Format") whatever the build's precision and atom, scale 1. Only CPU partitions
+    /// read it.
+    pub integer: bool,
 }
+
+/// Bytes of an atom of [`Surface::integer`] surfaces.
+pub const INTEGER_ATOM: u32 = 32;
+/// Channels per atom of [`Surface::integer`] surfaces.
+pub const INTEGER_CHANNELS_PER_ATOM: u32 = 16;
 
 impl Surface {
     /// The shape `1 x c x h x w`.

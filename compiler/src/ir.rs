@@ -406,6 +406,10 @@ pub struct Graph {
     pub nodes: Vec<Node>,
     /// Network inputs.
     pub inputs: Vec<TensorId>,
+    /// Network inputs of integers (an ONNX `int32` or `int64` input: byte values, token
+    /// ids, a sample rate) that only CPU partitions read: held as int16 in memory, the
+    /// partitions cast them back. No engine reads them.
+    pub integer_inputs: Vec<TensorId>,
     /// Network outputs.
     pub outputs: Vec<TensorId>,
     /// What the front end assumed where the model left something open (a symbolic batch

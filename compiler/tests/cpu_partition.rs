@@ -518,3 +518,125 @@ fn values_beyond_half_precision_are_an_error() {
     d.model = times(1e3);
     nvdla_umd::partition::run(&d, &mut slots).unwrap();
 }
+
+/// Token ids in (int64 `ids`, 1 x 12), looked up in an embedding table of 20 rows of 8
+/// (`Gather`, CPU), turned into 8 channels of 12 (`Transpose`, `Unsqueeze`, CPU), then a
+/// 1x3 convolution (8 -> 4) and ReLU on NVDLA: a network input of integers.
+fn token_model() -> Vec<u8> {
+    let mut rng = Rng(0x70_4e);
+    let nodes = vec![
+        node(
+            "Gather",
+            "emb",
+            &["table", "ids"],
+            &["e"],
+            vec![("axis", A::I(0))],
+        ),
+        node(
+            "Transpose",
+            "t",
+            &["e"],
+            &["et"],
+            vec![("perm", A::Is(vec![0, 2, 1]))],
+        ),
+        node("Unsqueeze", "u", &["et", "axes"], &["u"], vec![]),
+        node(
+            "Conv",
+            "c",
+            &["u", "w", "b"],
+            &["c"],
+            vec![("pads", A::Is(vec![0, 1, 0, 1]))],
+        ),
+        node("Relu", "r", &["c"], &["y"], vec![]),
+    ];
+    let inits = vec![
+        tf("table", &[20, 8], rng.vec(160, 1.0)),
+        ti("axes", &[1], vec![2]),
+        tf("w", &[4, 8, 1, 3], rng.vec(96, 0.4)),
+        tf("b", &[4], rng.vec(4, 0.1)),
+    ];
+    let mut ids = vi("ids", &[1, 12]);
+    if let Some(t) = ids.r#type.as_mut().and_then(|t| t.tensor_type.as_mut()) {
+        t.elem_type = nvdla_compiler::frontend::onnx::proto::data_type::INT64;
+    }
+    model_with(13, vec![ids], nodes, inits, &["y"])
+}
+
+#[test]
+fn integer_inputs_reach_their_partition_exactly() {
+    let load = |config: &str, precision, fallback| {
+        let hw = nvdla_hw::Config::by_name(config).unwrap();
+        onnx::load(
+            &token_model(),
+            &onnx::Options {
+                cpu_fallback: fallback,
+                target: Some(Target::new(hw, precision).unwrap()),
+                ..Default::default()
+            },
+        )
+    };
+    let e = load("nv_full", Precision::Fp16, false)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("ids") && e.contains("--cpu-fallback"), "{e}");
+    // Ids 0..19, each at least once, in a shuffled order.
+    let ids: Vec<f32> = (0..12).map(|i| ((i * 7 + 3) % 20) as f32).collect();
+    for (config, precision) in [("nv_full", Precision::Fp16), ("nv_small", Precision::Int8)] {
+        let g = load(config, precision, true).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(g.integer_inputs, g.inputs);
+        assert_eq!(
+            partitions(&g),
+            vec![vec![
+                "Gather".to_string(),
+                "Transpose".into(),
+                "Unsqueeze".into()
+            ]]
+        );
+        let (got, want, input) = match precision {
+            Precision::Fp16 => {
+                let (got, want) = run_fp16_opts(&g, config, &ids, Extra::CPU_FALLBACK);
+                let c = compile_with(&g, config, precision, Extra::CPU_FALLBACK);
+                (got, want, c)
+            }
+            _ => {
+                let (got, want, c) =
+                    run_int8_scaled(&g, config, &ids, true, Extra::CPU_FALLBACK, false);
+                (got, want, c)
+            }
+        };
+        // The input is int16 in the loadable, whatever the build's precision.
+        let mut dev = device(config);
+        let rt = nvdla_umd::runtime::Runtime::load(dev.as_mut(), &input.loadable).unwrap();
+        let ti = rt
+            .tensor(nvdla_umd::runtime::Direction::Input, 0)
+            .unwrap()
+            .clone();
+        assert_eq!(ti.data_type, nvdla_loadable::DataType::INT16);
+        assert_eq!(
+            rt.recorded_scale(nvdla_umd::runtime::Direction::Input, 0),
+            None
+        );
+        let cos = cosine(&got, &want);
+        let err = max_rel_err(&got, &want);
+        eprintln!("{config} {precision:?}: cosine {cos:.6}, max relative error {err:.2e}");
+        assert!(cos > 0.9995, "{config}: cosine {cos}");
+        if precision == Precision::Fp16 {
+            assert!(err <= 4e-3, "{config}: error {err}");
+        }
+        // Fractions and ids beyond int16 are refused, naming the element.
+        let bad = |v: f32| {
+            let mut x = ids.clone();
+            x[5] = v;
+            let host = nvdla_umd::tensor::HostTensor::from_f32(vec![1, 12, 1, 1], &x).unwrap();
+            nvdla_umd::tensor::host_to_input(&host, &ti, None)
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(bad(2.5).contains("needs a scale"), "{}", bad(2.5));
+        assert!(
+            bad(40000.0).contains("element 5 is 40000"),
+            "{}",
+            bad(40000.0)
+        );
+    }
+}

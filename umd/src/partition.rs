@@ -89,6 +89,9 @@ pub enum SurfacePrecision {
     Fp16,
     /// int8 with `real = q * scale`.
     Int8,
+    /// int16 integers (`real = q`): a network input of integers (byte values, token ids),
+    /// in the feature layout of INT16.
+    Int16,
 }
 
 /// Where one input or output of a partition lies and how to read it.
@@ -123,7 +126,7 @@ pub struct TensorBinding {
 impl TensorBinding {
     fn bytes_per_element(&self) -> usize {
         match self.precision {
-            SurfacePrecision::Fp16 => 2,
+            SurfacePrecision::Fp16 | SurfacePrecision::Int16 => 2,
             SurfacePrecision::Int8 => 1,
         }
     }
@@ -176,6 +179,7 @@ impl TensorBinding {
         out.push(match self.precision {
             SurfacePrecision::Fp16 => 0,
             SurfacePrecision::Int8 => 1,
+            SurfacePrecision::Int16 => 2,
         });
         out.push(self.channels_per_group);
         for v in [
@@ -205,7 +209,8 @@ impl TensorBinding {
         let precision = match b[2] {
             0 => SurfacePrecision::Fp16,
             1 => SurfacePrecision::Int8,
-            p => return Err(bad(format!("precision {p} (0 fp16, 1 int8)"))),
+            2 => SurfacePrecision::Int16,
+            p => return Err(bad(format!("precision {p} (0 fp16, 1 int8, 2 int16)"))),
         };
         let rank = usize::from(b[36]);
         if rank > MAX_RANK {
@@ -576,6 +581,9 @@ fn read_surface(bytes: &[u8], t: &TensorBinding) -> Vec<f32> {
                         f16_to_f32(u16::from_le_bytes([bytes[o], bytes[o + 1]]))
                     }
                     SurfacePrecision::Int8 => f32::from(bytes[o] as i8) * t.scale,
+                    SurfacePrecision::Int16 => {
+                        f32::from(i16::from_le_bytes([bytes[o], bytes[o + 1]]))
+                    }
                 });
             }
         }
@@ -602,6 +610,14 @@ fn write_surface(bytes: &mut [u8], t: &TensorBinding, v: &[f32]) {
                             q.round_ties_even().clamp(-128.0, 127.0) as i8
                         };
                         bytes[o] = q as u8;
+                    }
+                    SurfacePrecision::Int16 => {
+                        let q = if v[i].is_nan() {
+                            0
+                        } else {
+                            v[i].round_ties_even().clamp(-32768.0, 32767.0) as i16
+                        };
+                        bytes[o..o + 2].copy_from_slice(&q.to_le_bytes());
                     }
                 }
                 i += 1;

@@ -129,6 +129,9 @@ pub fn lower_with(g: &Graph, t: &Target, q: &Quant<'_>, settings: Settings) -> R
     }
     for (i, &input) in g.inputs.iter().enumerate() {
         let s = l.new_surface(input, SurfKind::Input(i));
+        if g.integer_inputs.contains(&input) {
+            l.integer_input(s);
+        }
         l.p.inputs.push(s);
     }
     let batch = g.inputs.first().map_or(1, |&i| g.shape(i).n);
@@ -282,6 +285,17 @@ impl Lowering<'_> {
         s.size = line * s.h;
     }
 
+    /// Makes network input surface `id` one of integers ([`Surface::integer`]).
+    fn integer_input(&mut self, id: SurfId) {
+        use crate::engine::{INTEGER_ATOM, INTEGER_CHANNELS_PER_ATOM};
+        let s = &mut self.p.surfaces[id.0];
+        s.integer = true;
+        s.scale = 1.0;
+        s.line_stride = s.w * INTEGER_ATOM;
+        s.surf_stride = s.line_stride * s.h;
+        s.size = s.surf_stride * s.c.div_ceil(INTEGER_CHANNELS_PER_ATOM);
+    }
+
     /// Creates the surface for tensor `tid`.
     fn new_surface(&mut self, tid: TensorId, kind: SurfKind) -> SurfId {
         let shape = self.g.shape(tid);
@@ -346,6 +360,7 @@ impl Lowering<'_> {
             batch: 1,
             pixel: false,
             sram: false,
+            integer: false,
         }
     }
 

@@ -98,6 +98,7 @@ pub(super) fn split_eltwise(g: &Graph) -> (Graph, Vec<Partial>) {
         tensors: g.tensors.clone(),
         nodes: Vec::with_capacity(g.nodes.len()),
         inputs: g.inputs.clone(),
+        integer_inputs: g.integer_inputs.clone(),
         outputs: g.outputs.clone(),
         notes: g.notes.clone(),
     };
@@ -228,6 +229,7 @@ pub(super) fn place_concats(g: &Graph, t: &Target) -> (Graph, Vec<(TensorId, Ten
         tensors: g.tensors.clone(),
         nodes: Vec::with_capacity(g.nodes.len()),
         inputs: g.inputs.clone(),
+        integer_inputs: g.integer_inputs.clone(),
         outputs: g.outputs.clone(),
         notes: g.notes.clone(),
     };

@@ -494,12 +494,24 @@ pub(crate) fn build(graph: &GraphProto, opset: i64, opts: &Options) -> Result<Gr
             .and_then(|t| t.tensor_type.as_ref())
             .ok_or_else(|| input_err(&vi.name, "is not a tensor".into()))?;
         // FLOAT16 is the hardware's own fp16; FLOAT inputs are rounded to it (or quantized).
-        if !matches!(tt.elem_type, dt::FLOAT | dt::FLOAT16) {
+        // Integers (byte values, token ids) go to CPU partitions as int16.
+        let integer = super::partition::INTEGER_INPUTS.contains(&tt.elem_type);
+        if !integer && !matches!(tt.elem_type, dt::FLOAT | dt::FLOAT16) {
             return Err(input_err(
                 &vi.name,
                 format!(
-                    "element type {}: only FLOAT and FLOAT16 inputs are supported \
-                     (NVDLA feature data is fp16 or int8)",
+                    "element type {}: only FLOAT and FLOAT16 inputs, and integer inputs read \
+                     by CPU partitions (--cpu-fallback), are supported",
+                    super::proto::data_type::name(tt.elem_type)
+                ),
+            ));
+        }
+        if integer && !opts.cpu_fallback {
+            return Err(input_err(
+                &vi.name,
+                format!(
+                    "element type {}: integer inputs are read by CPU partitions only; \
+                     compile with --cpu-fallback",
                     super::proto::data_type::name(tt.elem_type)
                 ),
             ));
@@ -568,6 +580,10 @@ pub(crate) fn build(graph: &GraphProto, opset: i64, opts: &Options) -> Result<Gr
         let t = b.g.add_tensor(vi.name.clone(), shape);
         b.g.inputs.push(t);
         b.graph_input_tensors.insert(t);
+        if integer {
+            b.g.integer_inputs.push(t);
+            b.cpu.integer_inputs.insert(t, tt.elem_type);
+        }
         b.values
             .insert(vi.name.clone(), Value::Act(Act { t, dims }));
     }
@@ -706,7 +722,10 @@ impl Builder {
         // Shape and Size read dimensions only: a value computed on the CPU stays there.
         let outs = if !self.cpu_fallback || super::partition::reads_dims_only(&node.op_type) {
             ops::map(self, &cx)?
-        } else if self.stays_on_cpu(&cx) || self.completes_table(&cx) {
+        } else if self.reads_integer_input(&cx)
+            || self.stays_on_cpu(&cx)
+            || self.completes_table(&cx)
+        {
             self.cpu_node(&cx, None)?
         } else {
             // The hardware first; what it refuses goes to the CPU, and whatever the

@@ -25,8 +25,8 @@ use prost::Message;
 
 use super::build::{ir_shape, Act, Builder, NodeCx, Value};
 use super::proto::{
-    data_type as dt, Dimension, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorProto,
-    TensorShapeProto, TensorTypeProto, TypeProto, ValueInfoProto,
+    attribute_type, data_type as dt, AttributeProto, Dimension, GraphProto, ModelProto, NodeProto,
+    OperatorSetIdProto, TensorProto, TensorShapeProto, TensorTypeProto, TypeProto, ValueInfoProto,
 };
 use super::tensor::{fmt_dims, Const, Data};
 use crate::error::{CompileError, Result};
@@ -46,6 +46,9 @@ pub(crate) struct Partition {
     nodes: Vec<NodeProto>,
     /// Values read from outside: ONNX name, dimensions, IR tensor.
     inputs: Vec<(String, Vec<usize>, TensorId)>,
+    /// Inputs that are network inputs of integers, with their ONNX element type: the
+    /// model receives them as FLOAT (the int16 surface's values, exact) and casts them.
+    casts: Vec<(String, i32)>,
     /// Constants it reads, by ONNX name.
     consts: Vec<(String, Rc<Const>)>,
     /// Values it writes to memory: ONNX name, dimensions, IR tensor.
@@ -61,6 +64,26 @@ pub(crate) struct CpuSide {
     /// Values written for other partitions with their leading dimension as channels
     /// (`Builder::materialize`): no engine may read them.
     folded: std::collections::HashSet<TensorId>,
+    /// Network inputs of integers and their ONNX element types (`Graph::integer_inputs`).
+    pub(crate) integer_inputs: HashMap<TensorId, i32>,
+}
+
+/// ONNX element types of network inputs taken as integers: held as int16 in memory (the
+/// runtime refuses values outside it) and read by CPU partitions only.
+pub(crate) const INTEGER_INPUTS: &[i32] = &[
+    dt::INT8,
+    dt::UINT8,
+    dt::INT16,
+    dt::UINT16,
+    dt::INT32,
+    dt::INT64,
+    dt::UINT32,
+    dt::UINT64,
+];
+
+/// The name a partition model gives the FLOAT form of integer input `name`.
+fn float_form(name: &str) -> String {
+    format!("{name}/as_float")
 }
 
 /// What [`Builder::snapshot`] keeps to take a failed mapping back.
@@ -131,7 +154,24 @@ impl Partition {
             producer_name: "nvdla-compiler".into(),
             producer_version: env!("CARGO_PKG_VERSION").into(),
             graph: Some(GraphProto {
-                node: self.nodes.clone(),
+                node: self
+                    .casts
+                    .iter()
+                    .map(|(n, to)| NodeProto {
+                        input: vec![float_form(n)],
+                        output: vec![n.clone()],
+                        name: format!("{n}/cast"),
+                        op_type: "Cast".into(),
+                        attribute: vec![AttributeProto {
+                            name: "to".into(),
+                            i: i64::from(*to),
+                            r#type: attribute_type::INT,
+                            ..Default::default()
+                        }],
+                        ..Default::default()
+                    })
+                    .chain(self.nodes.iter().cloned())
+                    .collect(),
                 name: "cpu_partition".into(),
                 initializer: self
                     .consts
@@ -141,7 +181,13 @@ impl Partition {
                 input: self
                     .inputs
                     .iter()
-                    .map(|(n, d, _)| value_info(n, Some(d)))
+                    .map(|(n, d, _)| {
+                        if self.casts.iter().any(|(c, _)| c == n) {
+                            value_info(&float_form(n), Some(d))
+                        } else {
+                            value_info(n, Some(d))
+                        }
+                    })
                     .collect(),
                 output: outputs.iter().map(|n| value_info(n, None)).collect(),
                 value_info: Vec::new(),
@@ -211,6 +257,8 @@ impl Builder {
         {
             p.nodes.truncate(nodes);
             p.inputs.truncate(inputs);
+            let kept = &p.inputs;
+            p.casts.retain(|(n, _)| kept.iter().any(|(k, _, _)| k == n));
             p.consts.truncate(consts);
             p.outputs.truncate(outputs);
             if let Some(node) = self.g.nodes.get_mut(p.node) {
@@ -582,8 +630,19 @@ impl Builder {
         if p.inputs.iter().any(|(n, _, _)| n == name) {
             return;
         }
+        if let Some(&to) = self.cpu.integer_inputs.get(&a.t) {
+            p.casts.push((name.to_string(), to));
+        }
         p.inputs.push((name.to_string(), a.dims, a.t));
         self.g.nodes[p.node].inputs.push(a.t);
+    }
+
+    /// Whether the node of `cx` reads a network input of integers: it runs on the CPU.
+    pub(crate) fn reads_integer_input(&self, cx: &NodeCx<'_>) -> bool {
+        cx.inputs
+            .iter()
+            .flatten()
+            .any(|v| matches!(v, Value::Act(a) if self.cpu.integer_inputs.contains_key(&a.t)))
     }
 
     /// Gives every partition its model; a partition that writes nothing is dropped.
