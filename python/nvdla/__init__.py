@@ -122,8 +122,11 @@ class NodeArg:
     def __init__(self, info):
         self.name = info["name"]
         self.shape = list(info["shape"])
-        self.type = "tensor(float)"
         self.device_type = info["type"]
+        # An integer network input (byte values, token ids) is int16 on the device and
+        # takes integer arrays or float arrays of whole numbers; the others take floats.
+        integer = self.device_type == "INT16" and info["scale"] is None
+        self.type = "tensor(int16)" if integer else "tensor(float)"
         self.scale = info["scale"]
         self.surface_bytes = info["surface_bytes"]
 
