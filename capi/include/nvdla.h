@@ -250,6 +250,24 @@ typedef struct {
   size_t len;
 } nvdla_buffer;
 
+/**
+ * One input's values in a calibration sample of [`nvdla_compile_onnx_calibrated`].
+ */
+typedef struct {
+  /**
+   * The network input's name, NUL-terminated.
+   */
+  const char *name;
+  /**
+   * Its values, NCHW floats (batch 1).
+   */
+  const float *data;
+  /**
+   * Number of floats at `data`.
+   */
+  size_t elements;
+} nvdla_named_array;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -487,6 +505,26 @@ nvdla_status nvdla_compile_onnx(const uint8_t *model,
                                 size_t len,
                                 const nvdla_compile_options *opts,
                                 nvdla_buffer *out);
+
+/**
+ * [`nvdla_compile_onnx`] calibrated on samples of every network input (int8): `arrays`
+ * holds `samples x inputs_per_sample` entries, sample after sample, each naming the input
+ * its values are for (a network of several inputs; the options' own calibration fields
+ * are ignored when `samples` is not 0). An input a sample leaves out, or a name the
+ * network does not have, is an `NVDLA_STATUS_ERROR_COMPILE` naming it.
+ *
+ * # Safety
+ * As [`nvdla_compile_onnx`]; `arrays` holds `samples x inputs_per_sample` readable
+ * entries (or `samples` is 0), each with a NUL-terminated `name` and `elements` readable
+ * floats at `data`. The library copies what it reads; nothing is kept after the call.
+ */
+nvdla_status nvdla_compile_onnx_calibrated(const uint8_t *model,
+                                           size_t len,
+                                           const nvdla_compile_options *opts,
+                                           const nvdla_named_array *arrays,
+                                           size_t samples,
+                                           size_t inputs_per_sample,
+                                           nvdla_buffer *out);
 
 /**
  * Compiles a Caffe network (`prototxt`, NUL-terminated text; `caffemodel`, `len` bytes

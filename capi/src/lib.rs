@@ -816,6 +816,18 @@ pub struct nvdla_compile_options {
     pub cvsram_bytes: u64,
 }
 
+/// One input's values in a calibration sample of [`nvdla_compile_onnx_calibrated`].
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct nvdla_named_array {
+    /// The network input's name, NUL-terminated.
+    pub name: *const c_char,
+    /// Its values, NCHW floats (batch 1).
+    pub data: *const f32,
+    /// Number of floats at `data`.
+    pub elements: usize,
+}
+
 /// The defaults: nv_full, fp16, no CPU fallback, no calibration, per-layer weight scales,
 /// activation scales per channel, no optimizations, no CV-SRAM.
 ///
@@ -949,6 +961,62 @@ mod compile {
     }
 
     /// # Safety
+    /// As [`super::nvdla_compile_onnx_calibrated`].
+    pub(super) unsafe fn onnx_calibrated(
+        model: *const u8,
+        len: usize,
+        opts: *const nvdla_compile_options,
+        arrays: *const nvdla_named_array,
+        samples: usize,
+        inputs_per_sample: usize,
+        out: *mut nvdla_buffer,
+    ) -> nvdla_status {
+        guard(|| {
+            if inputs_per_sample == 0 && samples > 0 {
+                return Err(invalid("inputs_per_sample is 0"));
+            }
+            let total = samples
+                .checked_mul(inputs_per_sample)
+                .ok_or_else(|| invalid("samples x inputs_per_sample overflows"))?;
+            // SAFETY: the function's contract.
+            let (bytes, mut opts, arrays) = unsafe {
+                (
+                    bytes_arg(model, len, "model")?,
+                    options(opts)?,
+                    bytes_arg(arrays, total, "arrays")?,
+                )
+            };
+            let mut named = Vec::with_capacity(samples);
+            for (k, sample) in arrays.chunks(inputs_per_sample.max(1)).enumerate() {
+                let mut inputs = Vec::with_capacity(sample.len());
+                for (j, a) in sample.iter().enumerate() {
+                    let what = format!("arrays[{}]", k * inputs_per_sample + j);
+                    if a.name.is_null() {
+                        return Err(invalid(format!("{what}.name is null")));
+                    }
+                    // SAFETY: as above.
+                    let (name, values) = unsafe {
+                        (
+                            str_arg(a.name, &format!("{what}.name"), "")?,
+                            bytes_arg(a.data, a.elements, &format!("{what}.data"))?,
+                        )
+                    };
+                    inputs.push((name.to_string(), values.to_vec()));
+                }
+                named.push(inputs);
+            }
+            if !named.is_empty() {
+                opts.calibration = Calibrate::NamedArrays(named);
+            }
+            let model = Model::Onnx {
+                bytes: bytes.to_vec(),
+                label: "model".into(),
+            };
+            compile_to(model, &opts, out)
+        })
+    }
+
+    /// # Safety
     /// As [`super::nvdla_compile_caffe`].
     pub(super) unsafe fn caffe(
         prototxt: *const c_char,
@@ -1008,6 +1076,38 @@ pub unsafe extern "C" fn nvdla_compile_onnx(
     #[cfg(not(feature = "compiler"))]
     {
         let _ = (model, len, opts, out);
+        no_compiler()
+    }
+}
+
+/// [`nvdla_compile_onnx`] calibrated on samples of every network input (int8): `arrays`
+/// holds `samples x inputs_per_sample` entries, sample after sample, each naming the input
+/// its values are for (a network of several inputs; the options' own calibration fields
+/// are ignored when `samples` is not 0). An input a sample leaves out, or a name the
+/// network does not have, is an `NVDLA_STATUS_ERROR_COMPILE` naming it.
+///
+/// # Safety
+/// As [`nvdla_compile_onnx`]; `arrays` holds `samples x inputs_per_sample` readable
+/// entries (or `samples` is 0), each with a NUL-terminated `name` and `elements` readable
+/// floats at `data`. The library copies what it reads; nothing is kept after the call.
+#[no_mangle]
+pub unsafe extern "C" fn nvdla_compile_onnx_calibrated(
+    model: *const u8,
+    len: usize,
+    opts: *const nvdla_compile_options,
+    arrays: *const nvdla_named_array,
+    samples: usize,
+    inputs_per_sample: usize,
+    out: *mut nvdla_buffer,
+) -> nvdla_status {
+    #[cfg(feature = "compiler")]
+    // SAFETY: the function's contract.
+    return unsafe {
+        compile::onnx_calibrated(model, len, opts, arrays, samples, inputs_per_sample, out)
+    };
+    #[cfg(not(feature = "compiler"))]
+    {
+        let _ = (model, len, opts, arrays, samples, inputs_per_sample, out);
         no_compiler()
     }
 }

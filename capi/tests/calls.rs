@@ -326,3 +326,102 @@ fn random_calls_get_status_codes() {
     // SAFETY: a live handle, freed once.
     unsafe { nvdla_session_free(live) };
 }
+
+#[test]
+fn calibration_by_input_name_matches_the_arrays() {
+    let Some(root) = shared() else { return };
+    let model = std::fs::read(root.join("models/onnx/mnist-cntk.onnx")).unwrap();
+    let samples: Vec<Vec<f32>> = (0..3)
+        .map(|k| {
+            (0..784)
+                .map(|i| ((i * 37 + k * 101) % 256) as f32)
+                .collect()
+        })
+        .collect();
+    let ptrs: Vec<*const f32> = samples.iter().map(|s| s.as_ptr()).collect();
+    let name = CString::new("Input3").unwrap();
+    let nope = CString::new("nope").unwrap();
+    let named: Vec<nvdla_named_array> = samples
+        .iter()
+        .map(|s| nvdla_named_array {
+            name: name.as_ptr(),
+            data: s.as_ptr(),
+            elements: s.len(),
+        })
+        .collect();
+    let config = CString::new("nv_small").unwrap();
+    let int8 = CString::new("int8").unwrap();
+    let empty = || nvdla_buffer {
+        data: null_mut(),
+        len: 0,
+    };
+    // SAFETY: valid pointers and lengths throughout; every buffer is freed once.
+    unsafe {
+        let mut opts: nvdla_compile_options = std::mem::zeroed();
+        nvdla_compile_options_init(&mut opts);
+        opts.config = config.as_ptr();
+        opts.precision = int8.as_ptr();
+        let mut by_name = empty();
+        let st = nvdla_compile_onnx_calibrated(
+            model.as_ptr(),
+            model.len(),
+            &opts,
+            named.as_ptr(),
+            named.len(),
+            1,
+            &mut by_name,
+        );
+        assert_eq!(st, nvdla_status::NVDLA_STATUS_OK, "{}", last_error());
+        opts.calibration_samples = ptrs.as_ptr();
+        opts.calibration_count = ptrs.len();
+        opts.calibration_elements = 784;
+        let mut by_array = empty();
+        let st = nvdla_compile_onnx(model.as_ptr(), model.len(), &opts, &mut by_array);
+        assert_eq!(st, nvdla_status::NVDLA_STATUS_OK, "{}", last_error());
+        assert_eq!(
+            std::slice::from_raw_parts(by_name.data, by_name.len),
+            std::slice::from_raw_parts(by_array.data, by_array.len)
+        );
+        nvdla_buffer_free(&mut by_name);
+        nvdla_buffer_free(&mut by_array);
+
+        // A name the network does not have; a null name; too few entries for the count.
+        let mut out = empty();
+        let mut wrong = named[0];
+        wrong.name = nope.as_ptr();
+        let st = nvdla_compile_onnx_calibrated(
+            model.as_ptr(),
+            model.len(),
+            &opts,
+            &wrong,
+            1,
+            1,
+            &mut out,
+        );
+        assert_eq!(st, nvdla_status::NVDLA_STATUS_ERROR_COMPILE);
+        assert!(last_error().contains("nope"), "{}", last_error());
+        wrong.name = null();
+        let st = nvdla_compile_onnx_calibrated(
+            model.as_ptr(),
+            model.len(),
+            &opts,
+            &wrong,
+            1,
+            1,
+            &mut out,
+        );
+        assert_eq!(st, nvdla_status::NVDLA_STATUS_ERROR_INVALID_ARGUMENT);
+        assert_eq!(last_error(), "arrays[0].name is null");
+        let st = nvdla_compile_onnx_calibrated(
+            model.as_ptr(),
+            model.len(),
+            &opts,
+            null(),
+            2,
+            1,
+            &mut out,
+        );
+        assert_eq!(st, nvdla_status::NVDLA_STATUS_ERROR_INVALID_ARGUMENT);
+        assert!(out.data.is_null());
+    }
+}
