@@ -29,6 +29,11 @@ struct Args {
     /// dimensions the model leaves symbolic.
     #[arg(long = "input-shape", value_name = "NAME=DIMS", value_parser = parse_input_shape)]
     input_shape: Vec<(String, Vec<usize>)>,
+    /// ONNX: a network input given fixed values, `name=16000` or `name=1,2,3` (repeatable,
+    /// in the input's declared shape and type): it becomes a constant, and what depends
+    /// on it folds (an `If` on a sample rate takes its branch).
+    #[arg(long = "input-value", value_name = "NAME=VALUES", value_parser = parse_input_value)]
+    input_value: Vec<(String, Vec<f64>)>,
     /// Run operators no NVDLA engine computes (ONNX Exp, Log, Sqrt, Abs, Reciprocal, Pow,
     /// Elu, Softplus, ...) on the CPU as EMU operations of nvdla-runtime, instead of
     /// refusing them; the loadable then needs a runtime with the CPU fallback operations.
@@ -206,13 +211,31 @@ fn parse_input_shape(s: &str) -> Result<(String, Vec<usize>), String> {
     Ok((name.to_string(), dims))
 }
 
+fn parse_input_value(s: &str) -> Result<(String, Vec<f64>), String> {
+    let (name, values) = s
+        .rsplit_once('=')
+        .ok_or_else(|| format!("`{s}`: expected NAME=VALUES, e.g. sr=16000"))?;
+    if name.is_empty() {
+        return Err(format!("`{s}`: the input name is empty"));
+    }
+    let values = values
+        .split(',')
+        .map(|v| {
+            v.trim()
+                .parse::<f64>()
+                .map_err(|_| format!("`{s}`: `{v}` is not a number"))
+        })
+        .collect::<Result<Vec<f64>, String>>()?;
+    Ok((name.to_string(), values))
+}
+
 /// The model files the flags name: exactly one source.
 fn model_files(a: &Args) -> Result<ModelFiles, CompileError> {
     match (&a.prototxt, &a.caffemodel, &a.onnx) {
         (Some(prototxt), Some(caffemodel), None) => {
-            if !a.input_shape.is_empty() {
+            if !a.input_shape.is_empty() || !a.input_value.is_empty() {
                 return Err(CompileError::Option(
-                    "--input-shape applies to ONNX models (--onnx)".into(),
+                    "--input-shape and --input-value apply to ONNX models (--onnx)".into(),
                 ));
             }
             Ok(ModelFiles::Caffe {
@@ -350,6 +373,7 @@ fn run(a: &Args) -> Result<(), CompileError> {
         } => {
             progress(&format!("reading {}", model.display()));
             opts.input_shapes = input_shapes.clone();
+            opts.input_values = a.input_value.clone();
             Model::onnx_file(model)?
         }
     };

@@ -53,6 +53,10 @@ pub struct Options {
     pub keep_activations: bool,
     /// ONNX: shapes of network inputs by name, fixing symbolic dimensions.
     pub input_shapes: Vec<(String, Vec<usize>)>,
+    /// ONNX: network inputs given fixed values by name (`--input-value`): they become
+    /// constants of the input's declared type and shape, and fold (an `If` on a sample
+    /// rate takes its branch).
+    pub input_values: Vec<(String, Vec<f64>)>,
     /// Preprocessing compiled into the network (`--mean`, `--scale`, `--channel-order`).
     pub preprocess: Preprocess,
     /// int8 scales.
@@ -122,6 +126,7 @@ impl Options {
             cpu_fallback: false,
             keep_activations: false,
             input_shapes: Vec::new(),
+            input_values: Vec::new(),
             preprocess: Preprocess::default(),
             calibration: Calibrate::None,
             calib_method: RangeMethod::Percentile(99.99),
@@ -302,6 +307,7 @@ impl Model {
                 let o = onnx::Options {
                     input_shapes: opts.input_shapes.clone(),
                     constants: Vec::new(),
+                    input_values: opts.input_values.clone(),
                     cpu_fallback: opts.cpu_fallback,
                     target: Some(opts.target),
                 };

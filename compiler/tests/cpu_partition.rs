@@ -640,3 +640,177 @@ fn integer_inputs_reach_their_partition_exactly() {
         );
     }
 }
+
+/// An `If` on a sample rate (an int64 scalar input, as Silero VAD selects its 16 kHz or
+/// 8 kHz network): the 16 kHz branch is a 3x3 convolution and, behind a second `If` on
+/// the input's channel count (a shape test, known when compiling), a ReLU; the 8 kHz
+/// branch the same convolution and a tanh. A recurrent state `[2, 1, 8]` doubled on the
+/// CPU is a second output.
+fn branch_model() -> Vec<u8> {
+    use nvdla_compiler::frontend::onnx::proto::{
+        attribute_type, data_type, AttributeProto, GraphProto,
+    };
+    let mut rng = Rng(0x1f);
+    let graph =
+        |nodes: Vec<nvdla_compiler::frontend::onnx::proto::NodeProto>, out: &str| GraphProto {
+            node: nodes,
+            name: out.into(),
+            output: vec![vi(out, &[])],
+            ..Default::default()
+        };
+    let attr = |name: &str, g: GraphProto| AttributeProto {
+        name: name.into(),
+        g: Some(g),
+        r#type: attribute_type::GRAPH,
+        ..Default::default()
+    };
+    let conv = |out: &str| {
+        node(
+            "Conv",
+            out,
+            &["x", "w", "b"],
+            &[out],
+            vec![("pads", A::Is(vec![1; 4]))],
+        )
+    };
+    let mut wide = node("If", "if_wide", &["wide"], &["a16"], vec![]);
+    wide.attribute = vec![
+        attr(
+            "then_branch",
+            graph(
+                vec![node("Relu", "relu", &["c16"], &["r16"], vec![])],
+                "r16",
+            ),
+        ),
+        attr(
+            "else_branch",
+            graph(
+                vec![node("Sigmoid", "sig", &["c16"], &["s16"], vec![])],
+                "s16",
+            ),
+        ),
+    ];
+    let then16 = graph(
+        vec![
+            conv("c16"),
+            node("Shape", "shape", &["x"], &["dims"], vec![]),
+            node(
+                "Gather",
+                "channels",
+                &["dims", "one"],
+                &["ch"],
+                vec![("axis", A::I(0))],
+            ),
+            node("Equal", "is4", &["ch", "four"], &["wide"], vec![]),
+            wide,
+        ],
+        "a16",
+    );
+    let else8 = graph(
+        vec![conv("c8"), node("Tanh", "tanh", &["c8"], &["t8"], vec![])],
+        "t8",
+    );
+    let mut pick = node("If", "rate", &["is16k"], &["y"], vec![]);
+    pick.attribute = vec![attr("then_branch", then16), attr("else_branch", else8)];
+    let nodes = vec![
+        node("Equal", "eq", &["sr", "k16"], &["is16k"], vec![]),
+        pick,
+        node("Mul", "double", &["state", "two"], &["state_next"], vec![]),
+    ];
+    let inits = vec![
+        tf("w", &[8, 4, 3, 3], rng.vec(8 * 4 * 9, 0.3)),
+        tf("b", &[8], rng.vec(8, 0.1)),
+        ti("k16", &[], vec![16000]),
+        ti("one", &[], vec![1]),
+        ti("four", &[], vec![4]),
+        tf("two", &[], vec![2.0]),
+    ];
+    let mut sr = vi("sr", &[]);
+    if let Some(t) = sr.r#type.as_mut().and_then(|t| t.tensor_type.as_mut()) {
+        t.elem_type = data_type::INT64;
+    }
+    model_with(
+        13,
+        vec![vi("x", &[1, 4, 6, 5]), vi("state", &[2, 1, 8]), sr],
+        nodes,
+        inits,
+        &["y", "state_next"],
+    )
+}
+
+#[test]
+fn an_if_on_a_bound_input_takes_its_branch() {
+    use nvdla_compiler::ir::Activation;
+    let load = |sr: Option<f64>| {
+        let hw = nvdla_hw::Config::by_name("nv_full").unwrap();
+        onnx::load(
+            &branch_model(),
+            &onnx::Options {
+                cpu_fallback: true,
+                input_values: sr
+                    .map(|v| vec![("sr".to_string(), vec![v])])
+                    .unwrap_or_default(),
+                target: Some(Target::new(hw, Precision::Fp16).unwrap()),
+                ..Default::default()
+            },
+        )
+    };
+    let activations = |g: &Graph| -> Vec<Activation> {
+        g.nodes
+            .iter()
+            .filter_map(|n| match &n.op {
+                Op::Activation(a) => Some(a.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    // 16 kHz: the convolution and, the input having 4 channels, the ReLU.
+    let g = load(Some(16000.0)).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        matches!(activations(&g).as_slice(), [Activation::Relu { .. }]),
+        "{:?}",
+        activations(&g)
+    );
+    // The state keeps its leading 2 as channels, for the CPU only.
+    assert_eq!(g.inputs.len(), 2);
+    assert_eq!(
+        g.shape(g.inputs[1]),
+        nvdla_compiler::ir::Shape::new(1, 2, 8, 1)
+    );
+    assert_eq!(partitions(&g), vec![vec!["Mul".to_string()]]);
+    let input = Rng(9).vec(4 * 6 * 5, 1.0);
+    let state: Vec<f32> = (0..16).map(|i| i as f32 * 0.25).collect();
+    let reference = nvdla_compiler::reference::run(
+        &g,
+        &[(g.inputs[0], input.clone()), (g.inputs[1], state.clone())],
+    )
+    .unwrap();
+    let doubled: Vec<f32> = state.iter().map(|v| v * 2.0).collect();
+    assert_eq!(reference[g.outputs[1].0], doubled);
+    // 8 kHz: the tanh.
+    let g8 = load(Some(8000.0)).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        matches!(activations(&g8).as_slice(), [Activation::Tanh]),
+        "{:?}",
+        activations(&g8)
+    );
+    // A fractional rate for an integer input, and an unknown input, are errors.
+    let e = load(Some(16000.5)).unwrap_err().to_string();
+    assert!(
+        e.contains("--input-value sr") && e.contains("whole number"),
+        "{e}"
+    );
+    let hw = nvdla_hw::Config::by_name("nv_full").unwrap();
+    let e = onnx::load(
+        &branch_model(),
+        &onnx::Options {
+            cpu_fallback: true,
+            input_values: vec![("rate".into(), vec![1.0])],
+            target: Some(Target::new(hw, Precision::Fp16).unwrap()),
+            ..Default::default()
+        },
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("no such input") && e.contains("sr"), "{e}");
+}

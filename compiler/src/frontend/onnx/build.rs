@@ -19,7 +19,7 @@
 
 use super::ops;
 use super::proto::{attribute_type as at, data_type as dt, AttributeProto, GraphProto, NodeProto};
-use super::tensor::{self, fmt_dims, Const, MAX_ACTIVATION};
+use super::tensor::{self, fmt_dims, Const, Data, MAX_ACTIVATION};
 use super::Options;
 use crate::error::{CompileError, Result};
 use crate::ir::{Graph, Node, Op, Shape, TensorId};
@@ -470,6 +470,10 @@ pub(crate) fn build(graph: &GraphProto, opset: i64, opts: &Options) -> Result<Gr
         }
         b.values.insert(t.name.clone(), Value::Const(Rc::new(c)));
     }
+    for (name, values) in &opts.input_values {
+        let c = bound_value(graph, name, values)?;
+        b.values.insert(name.clone(), Value::Const(Rc::new(c)));
+    }
     let activation_inputs: Vec<&str> = graph
         .input
         .iter()
@@ -576,8 +580,19 @@ pub(crate) fn build(graph: &GraphProto, opset: i64, opts: &Options) -> Result<Gr
                 d.into_iter().flatten().collect()
             }
         };
-        let shape = ir_shape(&dims).map_err(|e| input_err(&vi.name, e))?;
+        let mut shape = ir_shape(&dims).map_err(|e| input_err(&vi.name, e))?;
+        // A later input whose leading dimension is not the network's batch of one (a
+        // recurrent state `[2, 1, 128]`) keeps it as channels, for CPU partitions only
+        // (as values partitions pass each other do): no engine may read it.
+        let batch = b.g.inputs.first().map(|&i| b.g.shape(i).n);
+        let folded = opts.cpu_fallback && batch == Some(1) && shape.n != 1;
+        if folded {
+            shape = Shape::new(1, shape.n * shape.c, shape.h, shape.w);
+        }
         let t = b.g.add_tensor(vi.name.clone(), shape);
+        if folded {
+            b.fold_input(t);
+        }
         b.g.inputs.push(t);
         b.graph_input_tensors.insert(t);
         if integer {
@@ -593,6 +608,71 @@ pub(crate) fn build(graph: &GraphProto, opset: i64, opts: &Options) -> Result<Gr
     b.outputs(graph)?;
     b.finish_partitions(opset)?;
     Ok(b.g)
+}
+
+/// The constant `--input-value name=values` gives graph input `name`: its declared type
+/// and shape (every dimension fixed), the values rounded to an integer type.
+fn bound_value(graph: &GraphProto, name: &str, values: &[f64]) -> Result<Const> {
+    let err = |reason: String| CompileError::Option(format!("--input-value {name}: {reason}"));
+    let vi = graph
+        .input
+        .iter()
+        .find(|i| i.name == *name)
+        .ok_or_else(|| {
+            let names: Vec<&str> = graph.input.iter().map(|i| i.name.as_str()).collect();
+            err(format!(
+                "the model has no such input (its inputs: {})",
+                names.join(", ")
+            ))
+        })?;
+    let tt = vi
+        .r#type
+        .as_ref()
+        .and_then(|t| t.tensor_type.as_ref())
+        .ok_or_else(|| err("the input is not a tensor".into()))?;
+    let dims: Vec<usize> = match &tt.shape {
+        None => vec![values.len()],
+        Some(s) => s
+            .dim
+            .iter()
+            .map(|d| d.dim_value.filter(|&v| v > 0).map(|v| v as usize))
+            .collect::<Option<_>>()
+            .ok_or_else(|| err("the input's shape is not fixed".into()))?,
+    };
+    let n: usize = dims.iter().product();
+    if n != values.len() {
+        return Err(err(format!(
+            "{} values given, the input has {n} ({})",
+            values.len(),
+            fmt_dims(&dims)
+        )));
+    }
+    Ok(match tt.elem_type {
+        dt::FLOAT | dt::FLOAT16 | dt::DOUBLE | dt::BFLOAT16 => Const {
+            dtype: tt.elem_type,
+            dims,
+            data: Data::F(values.iter().map(|&v| v as f32).collect()),
+        },
+        t if super::partition::INTEGER_INPUTS.contains(&t) || t == dt::BOOL => {
+            if let Some(v) = values.iter().find(|v| v.fract() != 0.0 || !v.is_finite()) {
+                return Err(err(format!(
+                    "{v} is not a whole number; the input is {}",
+                    super::proto::data_type::name(t)
+                )));
+            }
+            Const {
+                dtype: t,
+                dims,
+                data: Data::I(values.iter().map(|&v| v as i64).collect()),
+            }
+        }
+        t => {
+            return Err(err(format!(
+                "element type {} cannot be given",
+                super::proto::data_type::name(t)
+            )))
+        }
+    })
 }
 
 impl Builder {
@@ -691,6 +771,14 @@ impl Builder {
         while matches!(inputs.last(), Some(None)) {
             inputs.pop();
         }
+        // An `If` whose condition is known when compiling (a shape test, an input bound to
+        // a constant) is the branch it takes.
+        if node.op_type == "If" {
+            if let Some(Some(Value::Const(c))) = inputs.first() {
+                let c = c.clone();
+                return self.inline_if(&label, node, &c, opset);
+            }
+        }
         // A pending Pad read by an op that cannot fold it becomes a padding
         // convolution of its own.
         if !matches!(
@@ -776,6 +864,66 @@ impl Builder {
                 )));
             }
             self.values.insert(name.clone(), v);
+        }
+        Ok(())
+    }
+
+    /// The nodes of the branch an `If` takes on constant condition `cond`, as nodes of
+    /// the graph; the `If`'s outputs are the branch's.
+    fn inline_if(&mut self, label: &str, node: &NodeProto, cond: &Const, opset: i64) -> Result<()> {
+        let err = |reason: String| CompileError::layer(label, "If", reason);
+        let taken = match &cond.data {
+            Data::F(v) if v.len() == 1 => v[0] != 0.0,
+            Data::I(v) if v.len() == 1 => v[0] != 0,
+            _ => {
+                return Err(err(format!(
+                    "the condition has {} elements; it must have one",
+                    cond.len()
+                )))
+            }
+        };
+        let which = if taken { "then_branch" } else { "else_branch" };
+        let branch = node
+            .attribute
+            .iter()
+            .find(|a| a.name == which)
+            .and_then(|a| a.g.as_ref())
+            .ok_or_else(|| err(format!("no `{which}` graph")))?;
+        if branch.output.len() != node.output.len() {
+            return Err(err(format!(
+                "`{which}` has {} outputs, the node {}",
+                branch.output.len(),
+                node.output.len()
+            )));
+        }
+        for t in &branch.initializer {
+            let c = tensor::from_proto(t)
+                .map_err(|e| CompileError::layer(t.name.clone(), "initializer", e))?;
+            if self.values.contains_key(&t.name) {
+                return Err(err(format!("`{which}` redefines `{}`", t.name)));
+            }
+            self.values.insert(t.name.clone(), Value::Const(Rc::new(c)));
+        }
+        for (i, n) in branch.node.iter().enumerate() {
+            self.node(i, n, opset)?;
+        }
+        for (out, b) in node.output.iter().zip(&branch.output) {
+            if out.is_empty() {
+                continue;
+            }
+            let v = self.values.get(&b.name).cloned().ok_or_else(|| {
+                err(format!(
+                    "`{which}` does not compute its output `{}`",
+                    b.name
+                ))
+            })?;
+            if self.values.contains_key(out) {
+                return Err(err(format!("output `{out}` is already defined")));
+            }
+            if let Value::Cpu { part, .. } = &v {
+                self.alias_cpu_value(*part, &b.name, out);
+            }
+            self.values.insert(out.clone(), v);
         }
         Ok(())
     }

@@ -36,6 +36,14 @@ pub(crate) const FOLDABLE: &[&str] = &[
     "Sqrt",
     "Reciprocal",
     "Equal",
+    "Greater",
+    "Less",
+    "GreaterOrEqual",
+    "LessOrEqual",
+    "And",
+    "Or",
+    "Xor",
+    "Not",
     "Where",
     "Expand",
     "Range",
@@ -180,7 +188,8 @@ pub(crate) fn eval(cx: &NodeCx<'_>) -> Result<Vec<Value>> {
                 data,
             }]
         }
-        "Add" | "Sub" | "Mul" | "Div" | "Equal" | "Min" | "Max" | "Sum" => {
+        "Add" | "Sub" | "Mul" | "Div" | "Equal" | "Min" | "Max" | "Sum" | "Greater" | "Less"
+        | "GreaterOrEqual" | "LessOrEqual" | "And" | "Or" | "Xor" => {
             let mut acc = (*x).clone();
             if ins.len() < 2 && !matches!(cx.op(), "Min" | "Max" | "Sum") {
                 return Err(cx.err("expects 2 inputs"));
@@ -191,6 +200,11 @@ pub(crate) fn eval(cx: &NodeCx<'_>) -> Result<Vec<Value>> {
             vec![acc]
         }
         "Neg" | "Abs" | "Floor" | "Ceil" | "Sqrt" | "Reciprocal" => vec![unary(cx, &x)?],
+        "Not" => vec![Const {
+            dtype: dt::BOOL,
+            dims: x.dims.clone(),
+            data: Data::I(x.to_i64().iter().map(|&v| i64::from(v == 0)).collect()),
+        }],
         "Where" => vec![where_(cx, &x, &*req(cx, &ins, 1)?, &*req(cx, &ins, 2)?)?],
         "Expand" => {
             let shape: Vec<usize> = req(cx, &ins, 1)?
@@ -362,6 +376,13 @@ fn arith(cx: &NodeCx<'_>, a: &Const, b: &Const) -> Result<Const> {
             "Mul" => x * y,
             "Div" => x / y,
             "Equal" => f64::from(u8::from(x == y)),
+            "Greater" => f64::from(u8::from(x > y)),
+            "Less" => f64::from(u8::from(x < y)),
+            "GreaterOrEqual" => f64::from(u8::from(x >= y)),
+            "LessOrEqual" => f64::from(u8::from(x <= y)),
+            "And" => f64::from(u8::from(x != 0.0 && y != 0.0)),
+            "Or" => f64::from(u8::from(x != 0.0 || y != 0.0)),
+            "Xor" => f64::from(u8::from((x != 0.0) != (y != 0.0))),
             "Min" => x.min(y),
             _ => x.max(y),
         },
@@ -373,12 +394,23 @@ fn arith(cx: &NodeCx<'_>, a: &Const, b: &Const) -> Result<Const> {
                 .checked_div(y)
                 .ok_or_else(|| "integer division by zero".to_string()),
             "Equal" => Ok(i64::from(x == y)),
+            "Greater" => Ok(i64::from(x > y)),
+            "Less" => Ok(i64::from(x < y)),
+            "GreaterOrEqual" => Ok(i64::from(x >= y)),
+            "LessOrEqual" => Ok(i64::from(x <= y)),
+            "And" => Ok(i64::from(x != 0 && y != 0)),
+            "Or" => Ok(i64::from(x != 0 || y != 0)),
+            "Xor" => Ok(i64::from((x != 0) != (y != 0))),
             "Min" => Ok(x.min(y)),
             _ => Ok(x.max(y)),
         },
     )
     .map_err(|e| cx.err(e))?;
-    Ok(if op == "Equal" {
+    let boolean = matches!(
+        op,
+        "Equal" | "Greater" | "Less" | "GreaterOrEqual" | "LessOrEqual" | "And" | "Or" | "Xor"
+    );
+    Ok(if boolean {
         Const {
             dtype: dt::BOOL,
             dims: r.dims.clone(),

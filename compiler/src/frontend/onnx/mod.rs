@@ -84,6 +84,9 @@ pub struct Options {
     /// Graph inputs given constant values (by `TensorProto::name`), as if they were
     /// initializers (tests of the ONNX backend suite feed weights as inputs).
     pub constants: Vec<proto::TensorProto>,
+    /// Network inputs given fixed values by name (`--input-value`): constants of the
+    /// input's declared type and shape (a sample rate that selects an `If` branch).
+    pub input_values: Vec<(String, Vec<f64>)>,
     /// Map the operators the hardware cannot compute but the CPU fallback can
     /// (`--cpu-fallback`; see [`crate::Options::cpu_fallback`]).
     pub cpu_fallback: bool,
@@ -112,6 +115,7 @@ pub fn load_files(files: &ModelFiles) -> Result<Graph> {
     let opts = Options {
         input_shapes: input_shapes.clone(),
         constants: Vec::new(),
+        input_values: Vec::new(),
         cpu_fallback: *cpu_fallback,
         target: *target,
     };

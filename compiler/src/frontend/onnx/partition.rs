@@ -637,6 +637,24 @@ impl Builder {
         self.g.nodes[p.node].inputs.push(a.t);
     }
 
+    /// Marks network input `t` as holding a leading dimension other than the batch as
+    /// channels: engines refuse it, CPU partitions read it.
+    pub(crate) fn fold_input(&mut self, t: TensorId) {
+        self.cpu.folded.insert(t);
+    }
+
+    /// Makes `to` a name of value `from`, which partition `part` computes (an `If`'s output
+    /// is its branch's): an `Identity` in the partition.
+    pub(crate) fn alias_cpu_value(&mut self, part: usize, from: &str, to: &str) {
+        self.cpu.partitions[part].nodes.push(NodeProto {
+            input: vec![from.to_string()],
+            output: vec![to.to_string()],
+            name: format!("{to}/alias"),
+            op_type: "Identity".into(),
+            ..Default::default()
+        });
+    }
+
     /// Whether the node of `cx` reads a network input of integers: it runs on the CPU.
     pub(crate) fn reads_integer_input(&self, cx: &NodeCx<'_>) -> bool {
         cx.inputs

@@ -2,7 +2,7 @@
 //!
 //! Hand-written [`prost`] messages with ONNX's field numbers (as the Caffe front end does:
 //! no protoc, no generated code). Fields the front end does not read (documentation,
-//! metadata, training information, functions, sub-graphs of control-flow attributes,
+//! metadata, training information, functions,
 //! sparse tensors, sequence and map types) are skipped as unknown while decoding, so a
 //! model that uses them still decodes; a node that needs them is refused by the mapping.
 //!
@@ -220,8 +220,7 @@ pub struct ValueInfoProto {
     pub r#type: Option<TypeProto>,
 }
 
-/// `AttributeProto`: a node attribute. Sub-graphs (`g`, `graphs`), sparse tensors and type
-/// protos are not decoded.
+/// `AttributeProto`: a node attribute. Sparse tensors and type protos are not decoded.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct AttributeProto {
     /// Name (field 1).
@@ -239,6 +238,9 @@ pub struct AttributeProto {
     /// Tensor value (field 5).
     #[prost(message, optional, tag = "5")]
     pub t: Option<TensorProto>,
+    /// Sub-graph (field 6): an `If` branch, a `Loop` or `Scan` body.
+    #[prost(message, optional, tag = "6")]
+    pub g: Option<GraphProto>,
     /// Float list (field 7).
     #[prost(float, repeated, tag = "7")]
     pub floats: Vec<f32>,
@@ -251,6 +253,9 @@ pub struct AttributeProto {
     /// Tensor list (field 10).
     #[prost(message, repeated, tag = "10")]
     pub tensors: Vec<TensorProto>,
+    /// Sub-graph list (field 11).
+    #[prost(message, repeated, tag = "11")]
+    pub graphs: Vec<GraphProto>,
     /// Type, an [`attribute_type`] value (field 20).
     #[prost(int32, tag = "20")]
     pub r#type: i32,
