@@ -281,6 +281,7 @@ fn load(
             constants,
             cpu_fallback: fallback,
             target: None,
+            ..Default::default()
         },
     )
 }

@@ -115,6 +115,7 @@ fn load(
             constants,
             cpu_fallback: false,
             target: None,
+            ..Default::default()
         },
     )
 }
