@@ -112,15 +112,7 @@ impl Lowering<'_> {
                 if g.consumers(t).is_empty()
                     && matches!(self.p.surface(id).kind, SurfKind::Output(_))
                 {
-                    let s = self.p.surface(id).clone();
-                    let mut h = self.surface_geometry(&s.name, s.c, s.h, s.w, s.kind);
-                    let atom = self.t.atom_of(Precision::Fp16);
-                    h.precision = Precision::Fp16;
-                    h.line_stride = s.w * atom;
-                    h.surf_stride = h.line_stride * s.h;
-                    h.size =
-                        h.surf_stride * s.c.div_ceil(self.t.channels_per_atom_of(Precision::Fp16));
-                    self.p.surfaces[id.0] = h;
+                    self.half_surface(id);
                 }
             }
             for &id in inputs.iter().chain(&outputs) {

@@ -131,6 +131,11 @@ pub fn lower_with(g: &Graph, t: &Target, q: &Quant<'_>, settings: Settings) -> R
         let s = l.new_surface(input, SurfKind::Input(i));
         if g.integer_inputs.contains(&input) {
             l.integer_input(s);
+        } else if l.t.precision == Precision::Int8 && l.read_by_cpu_only(input) {
+            // Only the CPU reads it: half precision, as a network output only the CPU
+            // writes, instead of int8 steps of one scale (a recurrent state, a
+            // matrix product's operand).
+            l.half_surface(s);
         }
         l.p.inputs.push(s);
     }
@@ -283,6 +288,31 @@ impl Lowering<'_> {
         s.line_stride = line;
         s.surf_stride = 0;
         s.size = line * s.h;
+    }
+
+    /// Whether every reader of tensor `tid` is a CPU partition that runs on the CPU (not
+    /// an element-wise one the CDP looks up, [`table::elementwise_sources`]).
+    fn read_by_cpu_only(&self, tid: TensorId) -> bool {
+        let readers = self.g.consumers(tid);
+        !readers.is_empty()
+            && readers.iter().all(|r| match &self.g.nodes[r.0].op {
+                Op::CpuPartition(p) => {
+                    !(self.t.hw.features.cdp && table::elementwise_sources(p).is_some())
+                }
+                _ => false,
+            })
+    }
+
+    /// Makes surface `id` half precision in the feature layout (in an int8 network).
+    fn half_surface(&mut self, id: SurfId) {
+        let s = self.p.surface(id).clone();
+        let mut h = self.surface_geometry(&s.name, s.c, s.h, s.w, s.kind);
+        let atom = self.t.atom_of(Precision::Fp16);
+        h.precision = Precision::Fp16;
+        h.line_stride = s.w * atom;
+        h.surf_stride = h.line_stride * s.h;
+        h.size = h.surf_stride * s.c.div_ceil(self.t.channels_per_atom_of(Precision::Fp16));
+        self.p.surfaces[id.0] = h;
     }
 
     /// Makes network input surface `id` one of integers ([`Surface::integer`]).
