@@ -69,7 +69,7 @@ class Loadable:
 
 def compile(model, config="nv_full", precision="fp16", calibration=None, cpu_fallback=False,
             per_filter=False, input_shapes=None, optimize=False, activation_scales="per-channel",
-            cvsram=0):
+            cvsram=0, input_values=None):
     """Compiles `model` into a Loadable.
 
     model: a path to an .onnx file, ONNX bytes, or (prototxt_path, caffemodel_path).
@@ -83,6 +83,8 @@ def compile(model, config="nv_full", precision="fp16", calibration=None, cpu_fal
     channel where the hardware folds it in; the compiler's --activation-scales) or
     "per-tensor".
     input_shapes: {name: shape} fixing an ONNX model's symbolic input dimensions.
+    input_values: {name: value or values} binding ONNX inputs to constants (the compiler's
+    --input-value; an `If` on a sample rate then takes its branch when compiling).
     optimize: optimize for cycles on the accelerator (the compiler's -O: Winograd
     convolution, image-mode input and compressed weights where the build has them,
     poolings taken from their convolutions on the fly); outputs stay within the
@@ -109,10 +111,12 @@ def compile(model, config="nv_full", precision="fp16", calibration=None, cpu_fal
             for a in calibration
         ]
     shapes = [(k, [int(d) for d in v]) for k, v in (input_shapes or {}).items()]
+    values = [(k, [float(x) for x in np.ravel(v)]) for k, v in (input_values or {}).items()]
     data = _compile(model, config=config, precision=precision, calibration=calibration,
                     cpu_fallback=cpu_fallback, per_filter=per_filter, label=label,
                     input_shapes=shapes, optimize=optimize,
-                    activation_scales=activation_scales, cvsram=int(cvsram))
+                    activation_scales=activation_scales, cvsram=int(cvsram),
+                    input_values=values)
     return Loadable(data, config)
 
 
@@ -138,7 +142,8 @@ class InferenceSession:
     """onnxruntime.InferenceSession's interface on an NVDLA device.
 
     path_or_loadable: an .onnx file (compiled on the fly with `precision`, `calibration`,
-    `cpu_fallback`, `input_shapes`, `per_filter` and `activation_scales`, as `compile`
+    `cpu_fallback`, `input_shapes`, `input_values`, `per_filter` and `activation_scales`,
+    as `compile`
     takes them), an .nvdla file, a Loadable, or loadable bytes.
     config: the hardware build; device: "vp" (default), "linux", "socket:PATH", "rtl".
     providers and sess_options are accepted for compatibility and ignored.
@@ -147,7 +152,7 @@ class InferenceSession:
     def __init__(self, path_or_loadable, sess_options=None, providers=None, config=None,
                  device="vp", precision="fp16", calibration=None, cpu_fallback=False,
                  profiling=False, input_shapes=None, per_filter=False,
-                 activation_scales="per-channel", **kwargs):
+                 activation_scales="per-channel", input_values=None, **kwargs):
         del sess_options, providers, kwargs
         loadable = path_or_loadable
         if isinstance(loadable, (str, os.PathLike)):
@@ -156,7 +161,8 @@ class InferenceSession:
                 loadable = compile(path, config=config or "nv_full", precision=precision,
                                    calibration=calibration, cpu_fallback=cpu_fallback,
                                    input_shapes=input_shapes, per_filter=per_filter,
-                                   activation_scales=activation_scales)
+                                   activation_scales=activation_scales,
+                                   input_values=input_values)
             else:
                 loadable = Loadable.load(path, config or "nv_full")
         elif isinstance(loadable, (bytes, bytearray)):

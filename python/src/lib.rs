@@ -59,8 +59,9 @@ fn session_err(e: SessionError) -> PyErr {
 /// `model`: ONNX bytes, or `(prototxt_text, caffemodel_bytes)`. `calibration`: for int8,
 /// a list of float32 arrays of the first input (NCHW), or a calibration table's text.
 /// `input_shapes`: `[(name, dims)]` fixing an ONNX model's symbolic input dimensions.
+/// `input_values`: `[(name, values)]` binding ONNX inputs to constants (`--input-value`).
 #[pyfunction]
-#[pyo3(signature = (model, config="nv_full", precision="fp16", calibration=None, cpu_fallback=false, per_filter=false, label="model", input_shapes=None, optimize=false, activation_scales="per-channel", cvsram=0))]
+#[pyo3(signature = (model, config="nv_full", precision="fp16", calibration=None, cpu_fallback=false, per_filter=false, label="model", input_shapes=None, optimize=false, activation_scales="per-channel", cvsram=0, input_values=None))]
 #[allow(clippy::too_many_arguments)]
 fn compile<'py>(
     py: Python<'py>,
@@ -75,6 +76,7 @@ fn compile<'py>(
     optimize: bool,
     activation_scales: &str,
     cvsram: u64,
+    input_values: Option<Vec<(String, Vec<f64>)>>,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let model = if let Ok(b) = model.extract::<Vec<u8>>() {
         Model::Onnx {
@@ -109,6 +111,7 @@ fn compile<'py>(
     }
     opts.cvsram = cvsram;
     opts.input_shapes = input_shapes.unwrap_or_default();
+    opts.input_values = input_values.unwrap_or_default();
     if let Some(c) = calibration {
         opts.calibration = if let Ok(text) = c.extract::<String>() {
             Calibrate::Table {
