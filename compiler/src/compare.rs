@@ -36,8 +36,8 @@ pub struct Row {
 
 /// Reads surface `s` (NCxHWx, or an image of 4 components per pixel) from `bytes` (its
 /// memory) as NCHW f32.
-fn read_surface(s: &Surface, bytes: &[u8], atom: usize) -> Result<Vec<f32>> {
-    read_surface_scaled(s, bytes, atom, None)
+fn read_surface(s: &Surface, bytes: &[u8], t: &Target) -> Result<Vec<f32>> {
+    read_surface_scaled(s, bytes, t, None)
 }
 
 /// [`read_surface`] with int8 scales per channel (`channel_scales`) instead of the
@@ -45,14 +45,18 @@ fn read_surface(s: &Surface, bytes: &[u8], atom: usize) -> Result<Vec<f32>> {
 fn read_surface_scaled(
     s: &Surface,
     bytes: &[u8],
-    atom: usize,
+    t: &Target,
     channel_scales: Option<&[f32]>,
 ) -> Result<Vec<f32>> {
-    // A network input of integers: int16 in its own atoms, whatever the build's.
+    // The atom of the surface's own precision (a half-precision surface in an int8
+    // network: what only the CPU reads or writes); integers in their own atoms.
     let (bpe, atom) = if s.integer {
         (2, crate::engine::INTEGER_ATOM as usize)
     } else {
-        (s.precision.bytes() as usize, atom)
+        (
+            s.precision.bytes() as usize,
+            t.atom_of(s.precision) as usize,
+        )
     };
     let cpa = atom / bpe;
     let (c, h, w) = (s.c as usize, s.h as usize, s.w as usize);
@@ -187,7 +191,6 @@ pub fn compare(
         for i in 0..p.outputs.len() {
             outputs.push(rt.read_output(dev, i).map_err(|e| dev_err(e.to_string()))?);
         }
-        let atom = t.atom() as usize;
         let mem = Memories {
             pool,
             input: input_bytes,
@@ -195,7 +198,7 @@ pub fn compare(
         };
         // The reference sees what the hardware was fed.
         let input_surface = p.surface(p.inputs[0]);
-        let x = read_surface(input_surface, mem.of(p, input_surface), atom)?;
+        let x = read_surface(input_surface, mem.of(p, input_surface), t)?;
         let g = &c.graph;
         let values = crate::reference::run(g, &[(g.inputs[0], x)])?;
         // Each tensor is compared once it is whole: after the last operation writing it
@@ -224,7 +227,7 @@ pub fn compare(
                     }
                 }
             }
-            rows.extend(row(op, &layers, sid, tid, p, &values, &mem, atom)?);
+            rows.extend(row(op, &layers, sid, tid, p, &values, &mem, t)?);
         }
         Ok(rows)
     })();
@@ -289,10 +292,10 @@ fn row(
     p: &crate::engine::Program,
     values: &[Vec<f32>],
     mem: &Memories,
-    atom: usize,
+    t: &Target,
 ) -> Result<Option<Row>> {
     let s = p.surface(sid);
-    let hw = match read_surface_scaled(s, mem.of(p, s), atom, p.channel_scales(sid).as_deref()) {
+    let hw = match read_surface_scaled(s, mem.of(p, s), t, p.channel_scales(sid).as_deref()) {
         Ok(v) => v,
         // A CPU partition writing a network output writes it in the host's layout, not
         // as a surface: nothing to compare there.

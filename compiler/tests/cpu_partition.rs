@@ -814,3 +814,58 @@ fn an_if_on_a_bound_input_takes_its_branch() {
     .to_string();
     assert!(e.contains("no such input") && e.contains("sr"), "{e}");
 }
+
+/// An NHWC input turned to NCHW on the CPU (a Keras export's first `Transpose`), then a
+/// 3x3 convolution: in int8 the input only the CPU reads is half precision, and the
+/// per-layer comparison (`--compare`) reads it in its own layout.
+#[test]
+fn the_per_layer_comparison_reads_an_input_only_the_cpu_reads() {
+    let mut rng = Rng(0x4c);
+    let nodes = vec![
+        node(
+            "Transpose",
+            "t",
+            &["x"],
+            &["xt"],
+            vec![("perm", A::Is(vec![0, 3, 1, 2]))],
+        ),
+        node(
+            "Conv",
+            "c",
+            &["xt", "w", "b"],
+            &["y"],
+            vec![("pads", A::Is(vec![1; 4]))],
+        ),
+    ];
+    let inits = vec![
+        tf("w", &[8, 3, 3, 3], rng.vec(8 * 27, 0.3)),
+        tf("b", &[8], rng.vec(8, 0.1)),
+    ];
+    let model = model_with(13, vec![vi("x", &[1, 6, 5, 3])], nodes, inits, &["y"]);
+    let dir = std::env::temp_dir().join(format!("nvdla-cpu-input-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let input = dir.join("x.npy");
+    let values = Rng(11).vec(6 * 5 * 3, 1.0);
+    let host = nvdla_umd::tensor::HostTensor::from_f32(vec![1, 6, 5, 3], &values).unwrap();
+    nvdla_umd::tensor::write_npy(&input, &host).unwrap();
+    let m = nvdla_compiler::Model::Onnx {
+        bytes: model,
+        label: "nhwc".into(),
+    };
+    let t = Target::new(&nvdla_hw::NV_SMALL, Precision::Int8).unwrap();
+    let mut opts = nvdla_compiler::Options::new(t);
+    opts.cpu_fallback = true;
+    opts.keep_activations = true;
+    opts.calibration = nvdla_compiler::Calibrate::Samples(vec![input.clone()]);
+    let c = nvdla_compiler::compile(&m, &opts, &mut |_| {}).unwrap();
+    let x = c.program.surface(c.program.inputs[0]);
+    assert_eq!(x.precision, Precision::Fp16, "the input only the CPU reads");
+    let rows = nvdla_compiler::compare::compare(&c, &t, &input, 1, &nvdla_umd::DeviceKind::Vp)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(rows.len(), 2);
+    for r in &rows {
+        eprintln!("{}: cosine {:.6}", r.tensor, r.cosine);
+        assert!(r.cosine > 0.999, "{}: cosine {}", r.tensor, r.cosine);
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
