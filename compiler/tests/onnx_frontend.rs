@@ -1574,3 +1574,66 @@ fn large_computed_weights_fit_the_budget() {
     ));
     assert_eq!(out_shape(&g), Shape::new(1, 4096, 1, 1));
 }
+
+/// Weights in a file beside the model (ONNX external data, `torch.onnx.export`'s large
+/// models): read from the model's directory, with `offset` and `length`; a location
+/// outside it, a range past the file's end and a model given as bytes are errors.
+#[test]
+fn external_weights_are_read_from_beside_the_model() {
+    use prost::Message;
+    let w: Vec<f32> = (0..2 * 3 * 9).map(|i| (i as f32 - 20.0) * 0.05).collect();
+    let internal = model(
+        13,
+        &[1, 3, 5, 5],
+        vec![node("Conv", "c", &["x", "w"], &["y"], vec![])],
+        vec![tf("w", &[2, 3, 3, 3], w.clone())],
+    );
+    let m = ModelProto::decode(internal.as_slice()).unwrap();
+    let raw: Vec<u8> = w.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let entry = |k: &str, v: String| StringStringEntryProto {
+        key: k.into(),
+        value: v,
+    };
+    let external = |location: &str, offset: usize, length: usize| {
+        let mut m = m.clone();
+        let t = &mut m.graph.as_mut().unwrap().initializer[0];
+        t.float_data.clear();
+        t.raw_data.clear();
+        t.data_location = 1;
+        t.external_data = vec![
+            entry("location", location.into()),
+            entry("offset", offset.to_string()),
+            entry("length", length.to_string()),
+        ];
+        m.encode_to_vec()
+    };
+    let dir = std::env::temp_dir().join(format!("nvdla-external-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // The weights after 16 bytes of something else.
+    let mut file = vec![0xee; 16];
+    file.extend_from_slice(&raw);
+    std::fs::write(dir.join("m.onnx.data"), &file).unwrap();
+    let path = dir.join("m.onnx");
+    let opts = onnx::Options::default();
+    let load_at = |bytes: Vec<u8>| {
+        std::fs::write(&path, &bytes).unwrap();
+        onnx::load_labeled(&bytes, path.to_str().unwrap(), &opts)
+    };
+    let g = load_at(external("m.onnx.data", 16, raw.len())).unwrap_or_else(|e| panic!("{e}"));
+    let want = ok(&internal);
+    let x: Vec<f32> = (0..75).map(|i| (i % 7) as f32 * 0.1).collect();
+    assert_eq!(run(&g, &x), run(&want, &x));
+    let e = load_at(external("../m.onnx.data", 16, raw.len()))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("inside the model's directory"), "{e}");
+    let e = load_at(external("m.onnx.data", 16, raw.len() + 4))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("outside the 232 bytes"), "{e}");
+    let e = onnx::load_labeled(&external("m.onnx.data", 16, raw.len()), "model", &opts)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("given as bytes"), "{e}");
+    std::fs::remove_dir_all(&dir).ok();
+}

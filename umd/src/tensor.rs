@@ -642,10 +642,17 @@ fn match_shape(shape: &[u64], g: &Geometry) -> Option<u32> {
         }
     };
     let n = u64::from(g.items);
+    // Any shape with the tensor's dimensions in the same order once the dimensions of 1
+    // are dropped holds the same elements in the same order (an ONNX model's own input
+    // shape, `[1, 64, 1]` or `[64]`, for a 1x64x1x1 tensor).
+    let squeezed = |s: &[u64]| -> Vec<u64> { s.iter().copied().filter(|&d| d != 1).collect() };
+    let same_elements =
+        !g.image && squeezed(shape) == squeezed(&[n, u64::from(c), u64::from(h), u64::from(w)]);
     let got = match shape {
-        [b, rest @ ..] if rest.len() == 3 && *b == n => chw(rest)?,
-        s if s.len() == 3 && n == 1 => chw(s)?,
+        [b, rest @ ..] if rest.len() == 3 && *b == n && chw(rest).is_some() => chw(rest)?,
+        s if s.len() == 3 && n == 1 && chw(s).is_some() => chw(s)?,
         [b, k] if *b == n && h == 1 && w == 1 => u32::try_from(*k).ok()?,
+        _ if same_elements => c,
         _ => return None,
     };
     let ok = got == c || (g.image && got >= 1 && got <= c);
@@ -673,6 +680,7 @@ fn accepted_text(g: &Geometry) -> String {
         if h == 1 && w == 1 {
             s.push_str(&format!(" or [{n}, {c}]"));
         }
+        s.push_str(" (or any shape of these dimensions with others of 1)");
         s
     }
 }
@@ -1141,8 +1149,26 @@ mod tests {
             "{s}"
         );
         assert!(s.contains("[1, 1, 28, 28] or [1, 28, 28]"), "{s}");
-        let e = host_to_input(&f32s(vec![28, 28], &[0.0; 784]), &t, None).unwrap_err();
+        let e = host_to_input(&f32s(vec![784], &[0.0; 784]), &t, None).unwrap_err();
         assert!(matches!(e, TensorError::ShapeMismatch { .. }));
+        // Dimensions of 1 dropped, the same dimensions in the same order: the same
+        // elements (an ONNX model's own shape, `[1, 64, 1]` for a 1x64x1x1 tensor).
+        let seq: Vec<f32> = (0..784).map(|i| i as f32).collect();
+        let want = host_to_input(&f32s(vec![1, 1, 28, 28], &seq), &t, None).unwrap();
+        for shape in [vec![28, 28], vec![1, 28, 1, 28], vec![28, 1, 28]] {
+            assert_eq!(host_to_input(&f32s(shape, &seq), &t, None).unwrap(), want);
+        }
+        let column = feature(DataType::HALF, false, 64, 1, 1);
+        let v: Vec<f32> = (0..64).map(|i| i as f32).collect();
+        let want = host_to_input(&f32s(vec![1, 64, 1, 1], &v), &column, None).unwrap();
+        assert_eq!(
+            host_to_input(&f32s(vec![1, 64, 1], &v), &column, None).unwrap(),
+            want
+        );
+        assert_eq!(
+            host_to_input(&f32s(vec![64], &v), &column, None).unwrap(),
+            want
+        );
         let mut yuv = t.clone();
         yuv.pixel_format = TensorFormat::A16Y16U16V16_F;
         let e = host_to_input(&f32s(vec![1, 1, 28, 28], &[0.0; 784]), &yuv, None).unwrap_err();

@@ -64,6 +64,7 @@
 //! `ModelProto`; nothing here panics on bad input (see the `onnx` fuzz target).
 
 mod build;
+mod external;
 mod fold;
 mod ops;
 mod partition;
@@ -177,7 +178,10 @@ pub fn build(model: &proto::ModelProto, opts: &Options) -> Result<Graph> {
 }
 
 /// [`load`], naming the model `file` in errors.
+/// Tensors kept in a separate file (external data) are read from beside `file` when it
+/// is the model's path.
 pub fn load_labeled(bytes: &[u8], file: &str, opts: &Options) -> Result<Graph> {
-    let model = decode(bytes, file)?;
+    let mut model = decode(bytes, file)?;
+    external::resolve(&mut model, file)?;
     build(&model, opts)
 }

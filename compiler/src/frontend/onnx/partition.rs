@@ -68,8 +68,9 @@ pub(crate) struct CpuSide {
     pub(crate) integer_inputs: HashMap<TensorId, i32>,
 }
 
-/// ONNX element types of network inputs taken as integers: held as int16 in memory (the
-/// runtime refuses values outside it) and read by CPU partitions only.
+/// ONNX element types of network inputs taken as integers (booleans as 0 and 1, an
+/// attention mask): held as int16 in memory (the runtime refuses values outside it) and
+/// read by CPU partitions only.
 pub(crate) const INTEGER_INPUTS: &[i32] = &[
     dt::INT8,
     dt::UINT8,
@@ -79,6 +80,7 @@ pub(crate) const INTEGER_INPUTS: &[i32] = &[
     dt::INT64,
     dt::UINT32,
     dt::UINT64,
+    dt::BOOL,
 ];
 
 /// The name a partition model gives the FLOAT form of integer input `name`.

@@ -219,7 +219,7 @@ fn check_len(have: usize, n: usize, field: &str) -> Result<(), String> {
 /// Decodes a `TensorProto`. Errors describe what is wrong (the caller names the tensor).
 pub(crate) fn from_proto(t: &TensorProto) -> Result<Const, String> {
     if t.data_location == 1 || !t.external_data.is_empty() {
-        return Err("external data (a separate weights file) is not supported".into());
+        return Err("external data (a separate weights file) that was not read".into());
     }
     if t.segment.is_some() {
         return Err("segmented tensors are not supported".into());
