@@ -51,7 +51,10 @@ fn read_surface_scaled(
     // The atom of the surface's own precision (a half-precision surface in an int8
     // network: what only the CPU reads or writes); integers in their own atoms.
     let (bpe, atom) = if s.integer {
-        (2, crate::engine::INTEGER_ATOM as usize)
+        (
+            crate::engine::INTEGER_BYTES as usize,
+            crate::engine::INTEGER_ATOM as usize,
+        )
     } else {
         (
             s.precision.bytes() as usize,
@@ -78,7 +81,7 @@ fn read_surface_scaled(
                     CompileError::Network(format!("surface `{}` lies outside its memory", s.name))
                 })?;
                 out[(ch * h + y) * w + x] = match s.precision {
-                    _ if s.integer => f32::from(i16::from_le_bytes([b[0], b[1]])),
+                    _ if s.integer => f32::from_le_bytes([b[0], b[1], b[2], b[3]]),
                     Precision::Fp16 => {
                         half::f16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f32()
                     }

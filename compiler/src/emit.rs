@@ -307,7 +307,7 @@ fn tensor_desc(sf: &Surface, t: &Target, mem_id: u16) -> TensorSpec {
         (DataFormat::NCxHWx, DataCategory::FEATURE, sf.surf_stride)
     };
     let (data_type, pixel) = match (sf.precision, sf.pixel, atom) {
-        _ if sf.integer => (DataType::INT16, PixelFormat::FEATURE),
+        _ if sf.integer => (DataType::FLOAT, PixelFormat::FEATURE),
         (Precision::Fp16, true, _) => (DataType::HALF, PixelFormat::A16B16G16R16_F),
         (Precision::Int8, true, _) => (DataType::INT8, PixelFormat::A8B8G8R8),
         (Precision::Fp16, false, 8) => (DataType::HALF, PixelFormat::FEATURE_X8),
@@ -334,7 +334,11 @@ fn tensor_desc(sf: &Surface, t: &Target, mem_id: u16) -> TensorSpec {
             sf.w as i32,
         ],
         strides: [
-            if sf.integer { 2 } else { sf.precision.bytes() },
+            if sf.integer {
+                crate::engine::INTEGER_BYTES
+            } else {
+                sf.precision.bytes()
+            },
             sf.line_stride,
             surf_stride,
             item,
@@ -1297,7 +1301,7 @@ impl Ctx<'_> {
                         nvdla_umd::partition::TensorBinding {
                             address_index: self.surface_address(id).0,
                             precision: match s.precision {
-                                _ if s.integer => nvdla_umd::partition::SurfacePrecision::Int16,
+                                _ if s.integer => nvdla_umd::partition::SurfacePrecision::Float32,
                                 Precision::Fp16 => nvdla_umd::partition::SurfacePrecision::Fp16,
                                 Precision::Int8 => nvdla_umd::partition::SurfacePrecision::Int8,
                             },

@@ -84,17 +84,20 @@ pub struct Surface {
     /// its bytes are in the SRAM pool, and the engines address it as `CV`. Views follow
     /// their root.
     pub sram: bool,
-    /// A network input of integers (`Graph::integer_inputs`): int16 values in the feature
-    /// layout of INT16 (16 channels of 2 bytes per 32-byte atom, hwarch "Feature Data
-    /// Format") whatever the build's precision and atom, scale 1. Only CPU partitions
-    /// read it.
+    /// A network input of integers (`Graph::integer_inputs`): whole numbers in IEEE
+    /// binary32 (exact to 2^24: byte values, token ids of any vocabulary), 8 channels of
+    /// 4 bytes per 32-byte atom (the feature layout, hwarch "Feature Data Format"; the
+    /// `.dimg` format `D_F32_CxHWx_x8_F`) whatever the build's precision and atom. Only
+    /// CPU partitions read it.
     pub integer: bool,
 }
 
 /// Bytes of an atom of [`Surface::integer`] surfaces.
 pub const INTEGER_ATOM: u32 = 32;
+/// Bytes of an element of [`Surface::integer`] surfaces.
+pub const INTEGER_BYTES: u32 = 4;
 /// Channels per atom of [`Surface::integer`] surfaces.
-pub const INTEGER_CHANNELS_PER_ATOM: u32 = 16;
+pub const INTEGER_CHANNELS_PER_ATOM: u32 = INTEGER_ATOM / INTEGER_BYTES;
 
 impl Surface {
     /// The shape `1 x c x h x w`.

@@ -604,14 +604,14 @@ fn integer_inputs_reach_their_partition_exactly() {
                 (got, want, c)
             }
         };
-        // The input is int16 in the loadable, whatever the build's precision.
+        // The input is binary32 in the loadable, whatever the build's precision.
         let mut dev = device(config);
         let rt = nvdla_umd::runtime::Runtime::load(dev.as_mut(), &input.loadable).unwrap();
         let ti = rt
             .tensor(nvdla_umd::runtime::Direction::Input, 0)
             .unwrap()
             .clone();
-        assert_eq!(ti.data_type, nvdla_loadable::DataType::INT16);
+        assert_eq!(ti.data_type, nvdla_loadable::DataType::FLOAT);
         assert_eq!(
             rt.recorded_scale(nvdla_umd::runtime::Direction::Input, 0),
             None
@@ -623,21 +623,24 @@ fn integer_inputs_reach_their_partition_exactly() {
         if precision == Precision::Fp16 {
             assert!(err <= 4e-3, "{config}: error {err}");
         }
-        // Fractions and ids beyond int16 are refused, naming the element.
-        let bad = |v: f32| {
-            let mut x = ids.clone();
+        // Ids of large vocabularies are exact (8 channels of 4 bytes per atom); beyond
+        // 2^24 they are refused, naming the element.
+        let with = |v: i32| {
+            let mut x: Vec<i32> = ids.iter().map(|&v| v as i32).collect();
             x[5] = v;
-            let host = nvdla_umd::tensor::HostTensor::from_f32(vec![1, 12, 1, 1], &x).unwrap();
+            let bytes: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
+            let host = nvdla_umd::tensor::HostTensor::new(
+                nvdla_umd::tensor::ElementType::I32,
+                vec![1, 12],
+                bytes,
+            )
+            .unwrap();
             nvdla_umd::tensor::host_to_input(&host, &ti, None)
-                .unwrap_err()
-                .to_string()
         };
-        assert!(bad(2.5).contains("needs a scale"), "{}", bad(2.5));
-        assert!(
-            bad(40000.0).contains("element 5 is 40000"),
-            "{}",
-            bad(40000.0)
-        );
+        let b = with(250_001).unwrap();
+        assert_eq!(f32::from_le_bytes(b[20..24].try_into().unwrap()), 250_001.0);
+        let e = with((1 << 24) + 1).unwrap_err().to_string();
+        assert!(e.contains("element 5 is 16777217"), "{e}");
     }
 }
 

@@ -127,10 +127,11 @@ class NodeArg:
         self.name = info["name"]
         self.shape = list(info["shape"])
         self.device_type = info["type"]
-        # An integer network input (byte values, token ids) is int16 on the device and
-        # takes integer arrays or float arrays of whole numbers; the others take floats.
-        integer = self.device_type == "INT16" and info["scale"] is None
-        self.type = "tensor(int16)" if integer else "tensor(float)"
+        # An integer network input (byte values, token ids) is FLOAT (binary32) on the
+        # device, the compiler's only FLOAT tensors, and takes whole numbers; the others
+        # take floats (quantized with their scale in int8).
+        integer = self.device_type == "FLOAT"
+        self.type = "tensor(int64)" if integer else "tensor(float)"
         self.scale = info["scale"]
         self.surface_bytes = info["surface_bytes"]
 

@@ -89,9 +89,12 @@ pub enum SurfacePrecision {
     Fp16,
     /// int8 with `real = q * scale`.
     Int8,
-    /// int16 integers (`real = q`): a network input of integers (byte values, token ids),
-    /// in the feature layout of INT16.
+    /// int16 integers (`real = q`), in the feature layout of INT16.
     Int16,
+    /// IEEE binary32 holding whole numbers: a network input of integers (byte values,
+    /// token ids), 8 channels per 32-byte atom (`D_F32_CxHWx_x8_F`). A fraction is an
+    /// error when the partition reads it.
+    Float32,
 }
 
 /// Where one input or output of a partition lies and how to read it.
@@ -128,6 +131,7 @@ impl TensorBinding {
         match self.precision {
             SurfacePrecision::Fp16 | SurfacePrecision::Int16 => 2,
             SurfacePrecision::Int8 => 1,
+            SurfacePrecision::Float32 => 4,
         }
     }
 
@@ -180,6 +184,7 @@ impl TensorBinding {
             SurfacePrecision::Fp16 => 0,
             SurfacePrecision::Int8 => 1,
             SurfacePrecision::Int16 => 2,
+            SurfacePrecision::Float32 => 3,
         });
         out.push(self.channels_per_group);
         for v in [
@@ -210,7 +215,12 @@ impl TensorBinding {
             0 => SurfacePrecision::Fp16,
             1 => SurfacePrecision::Int8,
             2 => SurfacePrecision::Int16,
-            p => return Err(bad(format!("precision {p} (0 fp16, 1 int8, 2 int16)"))),
+            3 => SurfacePrecision::Float32,
+            p => {
+                return Err(bad(format!(
+                    "precision {p} (0 fp16, 1 int8, 2 int16, 3 f32)"
+                )))
+            }
         };
         let rank = usize::from(b[36]);
         if rank > MAX_RANK {
@@ -584,6 +594,9 @@ fn read_surface(bytes: &[u8], t: &TensorBinding) -> Vec<f32> {
                     SurfacePrecision::Int16 => {
                         f32::from(i16::from_le_bytes([bytes[o], bytes[o + 1]]))
                     }
+                    SurfacePrecision::Float32 => {
+                        f32::from_le_bytes([bytes[o], bytes[o + 1], bytes[o + 2], bytes[o + 3]])
+                    }
                 });
             }
         }
@@ -619,6 +632,9 @@ fn write_surface(bytes: &mut [u8], t: &TensorBinding, v: &[f32]) {
                         };
                         bytes[o..o + 2].copy_from_slice(&q.to_le_bytes());
                     }
+                    SurfacePrecision::Float32 => {
+                        bytes[o..o + 4].copy_from_slice(&v[i].to_le_bytes());
+                    }
                 }
                 i += 1;
             }
@@ -631,7 +647,18 @@ fn write_surface(bytes: &mut [u8], t: &TensorBinding, v: &[f32]) {
 pub fn run(desc: &PartitionDesc, mem: &mut dyn SlotMemory) -> Result<(), PartitionError> {
     let mut values = Vec::with_capacity(desc.inputs.len());
     for (k, t) in desc.inputs.iter().enumerate() {
-        values.push(read_surface(surface(mem, t, "input", k)?, t));
+        let v = read_surface(surface(mem, t, "input", k)?, t);
+        // An integer input: whole numbers (the partition casts them to its type).
+        if t.precision == SurfacePrecision::Float32 {
+            if let Some((i, x)) = v.iter().enumerate().find(|(_, x)| x.fract() != 0.0) {
+                return Err(PartitionError::Memory {
+                    dir: "input",
+                    index: k,
+                    reason: format!("element {i} is {x}: an integer input holds whole numbers"),
+                });
+            }
+        }
+        values.push(v);
     }
     let inputs: Vec<(Vec<usize>, &[f32])> = desc
         .inputs

@@ -293,6 +293,15 @@ pub enum TensorError {
         /// Largest value.
         max: i64,
     },
+    /// An integer for a FLOAT tensor (an integer network input) that binary32 does not
+    /// hold exactly.
+    #[error("element {index} is {value}: an integer input holds whole numbers up to 2^24 in magnitude (binary32)")]
+    BeyondExact {
+        /// Element index in C order.
+        index: usize,
+        /// Its value.
+        value: i128,
+    },
     /// A NaN to quantize.
     #[error("element {index} is NaN and cannot be quantized to {data_type}")]
     NotANumber {
@@ -422,13 +431,23 @@ pub fn output_path(base: &Path, i: usize) -> PathBuf {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Element {
     Half,
-    Int { min: i64, max: i64, bytes: usize },
+    Int {
+        min: i64,
+        max: i64,
+        bytes: usize,
+    },
+    /// IEEE binary32 (a network input of integers, `nvdla-compiler`'s: exact to 2^24).
+    Float,
 }
+
+/// Largest integer a binary32 holds exactly (and every one below it).
+const F32_EXACT: i128 = 1 << 24;
 
 impl Element {
     fn of(t: &TensorDesc) -> Option<Self> {
         Some(match t.data_type {
             DataType::HALF => Element::Half,
+            DataType::FLOAT => Element::Float,
             DataType::INT8 => Element::Int {
                 min: -128,
                 max: 127,
@@ -457,6 +476,7 @@ impl Element {
         match self {
             Element::Half => 2,
             Element::Int { bytes, .. } => bytes,
+            Element::Float => 4,
         }
     }
 }
@@ -514,6 +534,7 @@ fn geometry(t: &TensorDesc, input: bool) -> Result<Geometry, TensorError> {
     })?;
     let (format, image) = match (t.pixel_format, t.data_type) {
         (TensorFormat::FEATURE, DataType::HALF) => (PixelFormat::D_F16_CxHWx_x16_F, false),
+        (TensorFormat::FEATURE, DataType::FLOAT) => (PixelFormat::D_F32_CxHWx_x8_F, false),
         (TensorFormat::FEATURE, DataType::INT16 | DataType::UINT16) => {
             (PixelFormat::D_F16_CxHWx_x16_I, false)
         }
@@ -531,7 +552,7 @@ fn geometry(t: &TensorDesc, input: bool) -> Result<Geometry, TensorError> {
         (p, d) => {
             return Err(unsupported(format!(
                 "pixel format {p} with data type {d} is not supported (FEATURE: HALF, INT8, \
-                 INT16; FEATURE_X8: INT8; A16B16G16R16_F: HALF; A8B8G8R8 and R8: INT8, UINT8)"
+                 INT16, FLOAT; FEATURE_X8: INT8; A16B16G16R16_F: HALF; A8B8G8R8 and R8: INT8, UINT8)"
             )))
         }
     };
@@ -774,6 +795,19 @@ fn fill_item(
                         };
                         e.copy_from_slice(&bits.to_le_bytes());
                     }
+                    Element::Float => {
+                        // Integers exactly, or refused; floats rounded to binary32.
+                        let v = match n {
+                            Number::Int(i) if i.abs() > F32_EXACT => {
+                                return Err(TensorError::BeyondExact {
+                                    index: index_now,
+                                    value: i,
+                                })
+                            }
+                            other => other.to_f64() as f32,
+                        };
+                        e.copy_from_slice(&v.to_le_bytes());
+                    }
                     Element::Int { min, max, bytes } => {
                         let q: i64 = match (scale, n) {
                             (Some(s), n) => {
@@ -882,6 +916,7 @@ fn item_values(
                 let e = image.element(x, y, ci).ok_or((x, y, ci))?;
                 let v = match (g.element, e.len()) {
                     (Element::Half, _) => f16_to_f32(u16::from_le_bytes([e[0], e[1]])),
+                    (Element::Float, _) => f32::from_le_bytes([e[0], e[1], e[2], e[3]]),
                     (Element::Int { .. }, len) => {
                         let q = match (len, signed) {
                             (1, true) => f64::from(e[0] as i8),

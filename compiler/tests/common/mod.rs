@@ -167,7 +167,7 @@ pub fn run_fp16_opts(g: &Graph, config: &str, input: &[f32], extra: Extra) -> (V
     let s = g.shape(g.inputs[0]);
     let atom = hw.memory_atomic as usize;
     // Images and integer inputs through the runtime's conversion.
-    let data = if is_image(&ti) || ti.data_type == nvdla_loadable::DataType::INT16 {
+    let data = if is_image(&ti) || ti.data_type == nvdla_loadable::DataType::FLOAT {
         host_input(input, &ti, None)
     } else {
         to_surface(input, s.c, s.h, s.w, atom, ti.size as usize)
