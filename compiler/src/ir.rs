@@ -410,6 +410,9 @@ pub struct Graph {
     /// ids, a sample rate) that only CPU partitions read: held as int16 in memory, the
     /// partitions cast them back. No engine reads them.
     pub integer_inputs: Vec<TensorId>,
+    /// Network outputs of integers a CPU partition writes (an `ArgMax`, a mask,
+    /// `NonMaxSuppression`'s indices): binary32 in memory, exact to 2^24.
+    pub integer_outputs: Vec<TensorId>,
     /// Network outputs.
     pub outputs: Vec<TensorId>,
     /// What the front end assumed where the model left something open (a symbolic batch

@@ -872,3 +872,76 @@ fn the_per_layer_comparison_reads_an_input_only_the_cpu_reads() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A class index out of the network (`ArgMax` over the channels of a convolution, int64):
+/// a graph output of integers, written by its partition as binary32, in fp16 and int8.
+#[test]
+fn integer_outputs_leave_as_whole_numbers() {
+    let mut rng = Rng(0xa7);
+    let nodes = vec![
+        node(
+            "Conv",
+            "c",
+            &["x", "w", "b"],
+            &["c"],
+            vec![("pads", A::Is(vec![1; 4]))],
+        ),
+        node(
+            "ArgMax",
+            "am",
+            &["c"],
+            &["idx"],
+            vec![("axis", A::I(1)), ("keepdims", A::I(1))],
+        ),
+    ];
+    let inits = vec![
+        tf("w", &[6, 3, 3, 3], rng.vec(6 * 27, 0.5)),
+        tf("b", &[6], rng.vec(6, 0.1)),
+    ];
+    let model = model_with(13, vec![vi("x", &[1, 3, 4, 5])], nodes, inits, &["idx"]);
+    let input = Rng(12).vec(3 * 4 * 5, 1.0);
+    for (config, precision) in [("nv_full", Precision::Fp16), ("nv_small", Precision::Int8)] {
+        let hw = nvdla_hw::Config::by_name(config).unwrap();
+        let g = onnx::load(
+            &model,
+            &onnx::Options {
+                cpu_fallback: true,
+                target: Some(Target::new(hw, precision).unwrap()),
+                ..Default::default()
+            },
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(g.integer_outputs, g.outputs);
+        let want = nvdla_compiler::reference::run(&g, &[(g.inputs[0], input.clone())]).unwrap()
+            [g.outputs[0].0]
+            .clone();
+        assert!(want
+            .iter()
+            .all(|v| v.fract() == 0.0 && (0.0..6.0).contains(v)));
+        let c = compile_with(&g, config, precision, Extra::CPU_FALLBACK);
+        let mut dev = device(config);
+        let rt = nvdla_umd::runtime::Runtime::load(dev.as_mut(), &c.loadable).unwrap();
+        let ti = rt
+            .tensor(nvdla_umd::runtime::Direction::Input, 0)
+            .unwrap()
+            .clone();
+        let scale =
+            (precision == Precision::Int8).then(|| c.program.surface(c.program.inputs[0]).scale);
+        let (to, out) = run_once(dev.as_mut(), rt, &host_input(&input, &ti, scale));
+        assert_eq!(to.data_type, nvdla_loadable::DataType::FLOAT);
+        let got = nvdla_umd::tensor::output_to_host(&to, &out, None).unwrap();
+        let got: Vec<f32> = (0..got.element_count())
+            .map(|i| got.number(i).unwrap().to_f64() as f32)
+            .collect();
+        // Ties between channels aside, the hardware's convolution picks the same classes.
+        let same = got.iter().zip(&want).filter(|(a, b)| a == b).count();
+        eprintln!(
+            "{config}: {same} of {} indices as the reference",
+            want.len()
+        );
+        assert!(got
+            .iter()
+            .all(|v| v.fract() == 0.0 && (0.0..6.0).contains(v)));
+        assert!(same + 1 >= want.len(), "{config}: {same} of {}", want.len());
+    }
+}

@@ -336,6 +336,7 @@ pub fn input_format(t: &TensorDesc) -> Result<(PixelFormat, u32), ImageError> {
     Ok(match (t.pixel_format, t.data_type) {
         (TensorFormat::R8, _) => (PixelFormat::T_R8, 0),
         (TensorFormat::FEATURE, DataType::HALF) => (PixelFormat::D_F16_CxHWx_x16_F, ss),
+        (TensorFormat::FEATURE, DataType::FLOAT) => (PixelFormat::D_F32_CxHWx_x8_F, ss),
         (TensorFormat::FEATURE, DataType::INT8) => (PixelFormat::D_F8_CxHWx_x32_I, ss),
         (TensorFormat::FEATURE_X8, DataType::INT8) => (PixelFormat::D_F8_CxHWx_x8_I, ss),
         (TensorFormat::A16B16G16R16_F, _) => (PixelFormat::T_A16B16G16R16_F, 0),
@@ -439,6 +440,8 @@ pub fn output_format(t: &TensorDesc) -> Result<PixelFormat, ImageError> {
     use PixelFormat::*;
     let feature = |x8: bool| match t.data_type {
         DataType::HALF => Some(D_F16_CxHWx_x16_F),
+        // An integer output a CPU partition writes (`nvdla-compiler`'s only FLOAT tensors).
+        DataType::FLOAT if !x8 => Some(D_F32_CxHWx_x8_F),
         DataType::INT16 => Some(D_F16_CxHWx_x16_I),
         DataType::INT8 if x8 => Some(D_F8_CxHWx_x8_I),
         DataType::INT8 => Some(D_F8_CxHWx_x32_I),

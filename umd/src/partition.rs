@@ -449,6 +449,22 @@ fn check_model(m: &tract_onnx::pb::ModelProto) -> Result<(), PartitionError> {
     Ok(())
 }
 
+/// The tract type of ONNX integer element type `t` (`TensorProto.DataType`).
+fn integer_datum_type(t: i32) -> Option<DatumType> {
+    Some(match t {
+        2 => DatumType::U8,
+        3 => DatumType::I8,
+        4 => DatumType::U16,
+        5 => DatumType::I16,
+        6 => DatumType::I32,
+        7 => DatumType::I64,
+        9 => DatumType::Bool,
+        12 => DatumType::U32,
+        13 => DatumType::U64,
+        _ => return None,
+    })
+}
+
 fn typed_model_unguarded(
     model: &[u8],
     input_dims: &[Vec<usize>],
@@ -458,10 +474,31 @@ fn typed_model_unguarded(
         .proto_model_for_read(&mut &model[..])
         .map_err(model_err)?;
     check_model(&proto)?;
+    // Inputs are FLOAT, or the integer type an integer network input declares (the
+    // runtime reads it as whole numbers in binary32 and casts it).
+    let declared: Vec<DatumType> = proto
+        .graph
+        .as_ref()
+        .map(|g| {
+            g.input
+                .iter()
+                .map(|i| {
+                    let t = i
+                        .r#type
+                        .as_ref()
+                        .and_then(|t| t.value.as_ref())
+                        .map(|tract_onnx::pb::type_proto::Value::TensorType(t)| t.elem_type)
+                        .unwrap_or(1);
+                    integer_datum_type(t).unwrap_or(DatumType::F32)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
     let mut m = onnx.model_for_proto_model(&proto).map_err(model_err)?;
     for (k, d) in input_dims.iter().enumerate() {
+        let dt = declared.get(k).copied().unwrap_or(DatumType::F32);
         m = m
-            .with_input_fact(k, f32::fact(d.as_slice()).into())
+            .with_input_fact(k, dt.fact(d.as_slice()).into())
             .map_err(model_err)?;
     }
     m.into_typed().map_err(model_err)
@@ -530,7 +567,17 @@ pub fn eval(model: &[u8], inputs: &[(Vec<usize>, &[f32])]) -> Result<Values, Par
     let p = plan(model, &dims)?;
     let tensors: TVec<TValue> = inputs
         .iter()
-        .map(|(d, v)| Tensor::from_shape(d, v).map(|t| t.into_tvalue()))
+        .enumerate()
+        .map(|(k, (d, v))| {
+            let t = Tensor::from_shape(d, v)?;
+            let dt = p.model().input_fact(k)?.datum_type;
+            Ok(if dt == DatumType::F32 {
+                t
+            } else {
+                t.cast_to_dt(dt)?.into_owned()
+            }
+            .into_tvalue())
+        })
         .collect::<TractResult<_>>()
         .map_err(model_err)?;
     let out = guarded(|| p.run(tensors).map_err(model_err))?;

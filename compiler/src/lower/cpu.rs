@@ -104,6 +104,12 @@ impl Lowering<'_> {
             .map(|k| self.input(n, k))
             .collect::<Result<Vec<_>>>()?;
         let outputs: Vec<SurfId> = n.outputs.iter().map(|&t| self.output_surface(t)).collect();
+        // A network output of integers: binary32, whatever the build's precision.
+        for (&t, &id) in n.outputs.iter().zip(&outputs) {
+            if g.integer_outputs.contains(&t) {
+                self.integer_surface(id);
+            }
+        }
         if self.t.precision == Precision::Int8 {
             // A network output nothing else reads keeps the partition's precision
             // better in half precision than in int8 steps of one scale (a YOLO
@@ -111,12 +117,14 @@ impl Lowering<'_> {
             for (&t, &id) in n.outputs.iter().zip(&outputs) {
                 if g.consumers(t).is_empty()
                     && matches!(self.p.surface(id).kind, SurfKind::Output(_))
+                    && !g.integer_outputs.contains(&t)
                 {
                     self.half_surface(id);
                 }
             }
             for &id in inputs.iter().chain(&outputs) {
-                if self.p.surface(id).precision == Precision::Int8 {
+                let s = self.p.surface(id);
+                if s.precision == Precision::Int8 && !s.integer {
                     self.require_scale(id)?;
                 }
             }

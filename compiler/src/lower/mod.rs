@@ -130,7 +130,7 @@ pub fn lower_with(g: &Graph, t: &Target, q: &Quant<'_>, settings: Settings) -> R
     for (i, &input) in g.inputs.iter().enumerate() {
         let s = l.new_surface(input, SurfKind::Input(i));
         if g.integer_inputs.contains(&input) {
-            l.integer_input(s);
+            l.integer_surface(s);
         } else if l.t.precision == Precision::Int8 && l.read_by_cpu_only(input) {
             // Only the CPU reads it: half precision, as a network output only the CPU
             // writes, instead of int8 steps of one scale (a recurrent state, a
@@ -315,8 +315,8 @@ impl Lowering<'_> {
         self.p.surfaces[id.0] = h;
     }
 
-    /// Makes network input surface `id` one of integers ([`Surface::integer`]).
-    fn integer_input(&mut self, id: SurfId) {
+    /// Makes network input or output surface `id` one of integers ([`Surface::integer`]).
+    fn integer_surface(&mut self, id: SurfId) {
         use crate::engine::{INTEGER_ATOM, INTEGER_CHANNELS_PER_ATOM};
         let s = &mut self.p.surfaces[id.0];
         s.integer = true;

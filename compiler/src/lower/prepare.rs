@@ -99,6 +99,7 @@ pub(super) fn split_eltwise(g: &Graph) -> (Graph, Vec<Partial>) {
         nodes: Vec::with_capacity(g.nodes.len()),
         inputs: g.inputs.clone(),
         integer_inputs: g.integer_inputs.clone(),
+        integer_outputs: g.integer_outputs.clone(),
         outputs: g.outputs.clone(),
         notes: g.notes.clone(),
     };
@@ -230,6 +231,7 @@ pub(super) fn place_concats(g: &Graph, t: &Target) -> (Graph, Vec<(TensorId, Ten
         nodes: Vec::with_capacity(g.nodes.len()),
         inputs: g.inputs.clone(),
         integer_inputs: g.integer_inputs.clone(),
+        integer_outputs: g.integer_outputs.clone(),
         outputs: g.outputs.clone(),
         notes: g.notes.clone(),
     };

@@ -47,7 +47,8 @@ pub(crate) struct Partition {
     /// Values read from outside: ONNX name, dimensions, IR tensor.
     inputs: Vec<(String, Vec<usize>, TensorId)>,
     /// Inputs that are network inputs of integers, with their ONNX element type: the
-    /// model receives them as FLOAT (the int16 surface's values, exact) and casts them.
+    /// model declares them so, and the runtime casts the binary32 surface's whole
+    /// numbers to it (`nvdla_umd::partition::eval`).
     casts: Vec<(String, i32)>,
     /// Constants it reads, by ONNX name.
     consts: Vec<(String, Rc<Const>)>,
@@ -82,11 +83,6 @@ pub(crate) const INTEGER_INPUTS: &[i32] = &[
     dt::UINT64,
     dt::BOOL,
 ];
-
-/// The name a partition model gives the FLOAT form of integer input `name`.
-fn float_form(name: &str) -> String {
-    format!("{name}/as_float")
-}
 
 /// What [`Builder::snapshot`] keeps to take a failed mapping back.
 pub(crate) struct Snapshot {
@@ -156,24 +152,7 @@ impl Partition {
             producer_name: "nvdla-compiler".into(),
             producer_version: env!("CARGO_PKG_VERSION").into(),
             graph: Some(GraphProto {
-                node: self
-                    .casts
-                    .iter()
-                    .map(|(n, to)| NodeProto {
-                        input: vec![float_form(n)],
-                        output: vec![n.clone()],
-                        name: format!("{n}/cast"),
-                        op_type: "Cast".into(),
-                        attribute: vec![AttributeProto {
-                            name: "to".into(),
-                            i: i64::from(*to),
-                            r#type: attribute_type::INT,
-                            ..Default::default()
-                        }],
-                        ..Default::default()
-                    })
-                    .chain(self.nodes.iter().cloned())
-                    .collect(),
+                node: self.nodes.clone(),
                 name: "cpu_partition".into(),
                 initializer: self
                     .consts
@@ -184,11 +163,14 @@ impl Partition {
                     .inputs
                     .iter()
                     .map(|(n, d, _)| {
-                        if self.casts.iter().any(|(c, _)| c == n) {
-                            value_info(&float_form(n), Some(d))
-                        } else {
-                            value_info(n, Some(d))
+                        let mut v = value_info(n, Some(d));
+                        if let Some((_, to)) = self.casts.iter().find(|(c, _)| c == n) {
+                            if let Some(t) = v.r#type.as_mut().and_then(|t| t.tensor_type.as_mut())
+                            {
+                                t.elem_type = *to;
+                            }
                         }
+                        v
                     })
                     .collect(),
                 output: outputs.iter().map(|n| value_info(n, None)).collect(),
@@ -272,7 +254,7 @@ impl Builder {
 
     /// Value `name` in memory: written by its partition if it was computed on the CPU.
     pub(crate) fn write_out(&mut self, label: &str, name: &str) -> Result<Act> {
-        self.materialize(label, name, false)
+        self.materialize(label, name, false, false)
     }
 
     /// Has partition `part` write value `name` (computed on the CPU) to memory: it becomes
@@ -282,7 +264,16 @@ impl Builder {
     /// channels (a sequence model's `[T, 1, classes]`, an LSTM's steps read by the next
     /// partition): the surface holds its elements in the same order, and an engine may
     /// not read it afterwards (it would take the steps for channels).
-    fn materialize(&mut self, label: &str, name: &str, for_cpu: bool) -> Result<Act> {
+    /// A graph output of integers (`graph_output`: an `ArgMax`, a mask,
+    /// `NonMaxSuppression`'s indices) is written as binary32 (`Graph::integer_outputs`),
+    /// cast inside the partition; any other integer value stays on the CPU.
+    fn materialize(
+        &mut self,
+        label: &str,
+        name: &str,
+        for_cpu: bool,
+        graph_output: bool,
+    ) -> Result<Act> {
         let Some(Value::Cpu { part, dims, float }) = self.values.get(name).cloned() else {
             return match self.values.get(name) {
                 Some(Value::Act(a)) if !for_cpu && self.cpu.folded.contains(&a.t) => {
@@ -312,7 +303,8 @@ impl Builder {
                 dims.len()
             )));
         }
-        if !float {
+        let integer = !float;
+        if integer && !graph_output {
             return Err(err(format!(
                 "`{name}` is a tensor of integers computed on the CPU: NVDLA feature data is \
                  fp16 or int8"
@@ -337,9 +329,30 @@ impl Builder {
             self.cpu.folded.insert(t);
         }
         let p = &mut self.cpu.partitions[part];
-        p.outputs.push((name.to_string(), dims.clone(), t));
+        // An integer output leaves as FLOAT: a `Cast` at the end of the partition.
+        let written = if integer {
+            let cast = format!("{name}/as_float");
+            p.nodes.push(NodeProto {
+                input: vec![name.to_string()],
+                output: vec![cast.clone()],
+                name: cast.clone(),
+                op_type: "Cast".into(),
+                attribute: vec![AttributeProto {
+                    name: "to".into(),
+                    i: i64::from(dt::FLOAT),
+                    r#type: attribute_type::INT,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            });
+            self.g.integer_outputs.push(t);
+            cast
+        } else {
+            name.to_string()
+        };
+        p.outputs.push((written.clone(), dims.clone(), t));
         self.g.nodes[p.node].outputs.push(t);
-        self.cpu.written.insert(t, (part, name.to_string()));
+        self.cpu.written.insert(t, (part, written));
         let a = Act { t, dims };
         self.values.insert(name.to_string(), Value::Act(a.clone()));
         Ok(a)
@@ -354,6 +367,7 @@ impl Builder {
                     *v = Some(Value::Act(self.materialize(
                         &cx.label,
                         cx.in_name(k),
+                        false,
                         false,
                     )?));
                 }
@@ -375,7 +389,7 @@ impl Builder {
     /// The graph output `name` as an activation (written by its partition if it was
     /// computed on the CPU).
     pub(crate) fn cpu_output(&mut self, name: &str) -> Result<Act> {
-        self.materialize(name, name, true)
+        self.materialize(name, name, true, true)
     }
 
     /// Whether the node of `cx` stays on the CPU without trying the hardware: every
@@ -553,7 +567,7 @@ impl Builder {
                 }
                 Value::Cpu { part: q, .. } if *q == part => {}
                 Value::Cpu { .. } => {
-                    let a = self.materialize(&cx.label, &name, true)?;
+                    let a = self.materialize(&cx.label, &name, true, false)?;
                     self.bind_input(part, &name, a);
                 }
                 Value::Act(a) => match self.cpu.written.get(&a.t).cloned() {
