@@ -941,6 +941,15 @@ mod compile {
         Ok(())
     }
 
+    /// ONNX model `bytes` compiled into `out`.
+    fn compile_onnx(bytes: &[u8], opts: &Options, out: *mut nvdla_buffer) -> Result<(), Failure> {
+        let model = Model::Onnx {
+            bytes: bytes.to_vec(),
+            label: "model".into(),
+        };
+        compile_to(model, opts, out)
+    }
+
     /// # Safety
     /// As [`super::nvdla_compile_onnx`].
     pub(super) unsafe fn onnx(
@@ -952,11 +961,7 @@ mod compile {
         guard(|| {
             // SAFETY: the function's contract.
             let (bytes, opts) = unsafe { (bytes_arg(model, len, "model")?, options(opts)?) };
-            let model = Model::Onnx {
-                bytes: bytes.to_vec(),
-                label: "model".into(),
-            };
-            compile_to(model, &opts, out)
+            compile_onnx(bytes, &opts, out)
         })
     }
 
@@ -1008,11 +1013,7 @@ mod compile {
             if !named.is_empty() {
                 opts.calibration = Calibrate::NamedArrays(named);
             }
-            let model = Model::Onnx {
-                bytes: bytes.to_vec(),
-                label: "model".into(),
-            };
-            compile_to(model, &opts, out)
+            compile_onnx(bytes, &opts, out)
         })
     }
 

@@ -194,13 +194,19 @@ fn parse_size(s: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("`{s}`: not a size in bytes"))
 }
 
-fn parse_input_shape(s: &str) -> Result<(String, Vec<usize>), String> {
-    let (name, dims) = s
+/// `NAME=REST` of an input option; `example` shows the form in the error.
+fn split_input_option<'a>(s: &'a str, example: &str) -> Result<(&'a str, &'a str), String> {
+    let (name, rest) = s
         .rsplit_once('=')
-        .ok_or_else(|| format!("`{s}`: expected NAME=DIMS, e.g. data=1x3x224x224"))?;
+        .ok_or_else(|| format!("`{s}`: expected {example}"))?;
     if name.is_empty() {
         return Err(format!("`{s}`: the input name is empty"));
     }
+    Ok((name, rest))
+}
+
+fn parse_input_shape(s: &str) -> Result<(String, Vec<usize>), String> {
+    let (name, dims) = split_input_option(s, "NAME=DIMS, e.g. data=1x3x224x224")?;
     let dims = dims
         .split(['x', 'X', ','])
         .map(|d| match d.trim().parse::<usize>() {
@@ -212,12 +218,7 @@ fn parse_input_shape(s: &str) -> Result<(String, Vec<usize>), String> {
 }
 
 fn parse_input_value(s: &str) -> Result<(String, Vec<f64>), String> {
-    let (name, values) = s
-        .rsplit_once('=')
-        .ok_or_else(|| format!("`{s}`: expected NAME=VALUES, e.g. sr=16000"))?;
-    if name.is_empty() {
-        return Err(format!("`{s}`: the input name is empty"));
-    }
+    let (name, values) = split_input_option(s, "NAME=VALUES, e.g. sr=16000")?;
     let values = values
         .split(',')
         .map(|v| {

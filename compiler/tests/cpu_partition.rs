@@ -60,9 +60,19 @@ fn model() -> Vec<u8> {
 }
 
 fn load(config: &str, precision: Precision, fallback: bool) -> nvdla_compiler::Result<Graph> {
+    load_for(&model(), config, precision, fallback)
+}
+
+/// `model` read for `config` in `precision`, with `--cpu-fallback` when `fallback`.
+fn load_for(
+    model: &[u8],
+    config: &str,
+    precision: Precision,
+    fallback: bool,
+) -> nvdla_compiler::Result<Graph> {
     let hw = nvdla_hw::Config::by_name(config).unwrap();
     onnx::load(
-        &model(),
+        model,
         &onnx::Options {
             cpu_fallback: fallback,
             target: Some(Target::new(hw, precision).unwrap()),
@@ -283,15 +293,7 @@ fn sequence_model() -> Vec<u8> {
 }
 
 fn load_sequence(config: &str, precision: Precision) -> nvdla_compiler::Result<Graph> {
-    let hw = nvdla_hw::Config::by_name(config).unwrap();
-    onnx::load(
-        &sequence_model(),
-        &onnx::Options {
-            cpu_fallback: true,
-            target: Some(Target::new(hw, precision).unwrap()),
-            ..Default::default()
-        },
-    )
+    load_for(&sequence_model(), config, precision, true)
 }
 
 #[test]
@@ -360,16 +362,8 @@ fn square_model() -> Vec<u8> {
 fn a_tensor_times_itself_runs_on_the_cpu_or_as_a_lookup() {
     let input = Rng(5).vec(4 * 6 * 5, 1.0);
     for (config, precision) in [("nv_full", Precision::Fp16), ("nv_small", Precision::Int8)] {
-        let hw = nvdla_hw::Config::by_name(config).unwrap();
-        let g = onnx::load(
-            &square_model(),
-            &onnx::Options {
-                cpu_fallback: true,
-                target: Some(Target::new(hw, precision).unwrap()),
-                ..Default::default()
-            },
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
+        let g =
+            load_for(&square_model(), config, precision, true).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(partitions(&g), vec![vec!["Mul".to_string()]]);
         let (got, want) = match precision {
             Precision::Fp16 => run_fp16_opts(&g, config, &input, Extra::CPU_FALLBACK),
@@ -469,14 +463,11 @@ fn sequence_partitions_model() -> Vec<u8> {
 #[test]
 fn a_sequence_passed_between_partitions_is_not_a_batch() {
     let input = Rng(9).vec(3 * 4 * 6, 1.0);
-    let hw = nvdla_hw::Config::by_name("nv_full").unwrap();
-    let g = onnx::load(
+    let g = load_for(
         &sequence_partitions_model(),
-        &onnx::Options {
-            cpu_fallback: true,
-            target: Some(Target::new(hw, Precision::Fp16).unwrap()),
-            ..Default::default()
-        },
+        "nv_full",
+        Precision::Fp16,
+        true,
     )
     .unwrap_or_else(|e| panic!("{e}"));
     // The second partition reads the steps the first wrote (the sequence, reversed there).
@@ -564,17 +555,8 @@ fn token_model() -> Vec<u8> {
 
 #[test]
 fn integer_inputs_reach_their_partition_exactly() {
-    let load = |config: &str, precision, fallback| {
-        let hw = nvdla_hw::Config::by_name(config).unwrap();
-        onnx::load(
-            &token_model(),
-            &onnx::Options {
-                cpu_fallback: fallback,
-                target: Some(Target::new(hw, precision).unwrap()),
-                ..Default::default()
-            },
-        )
-    };
+    let load =
+        |config: &str, precision, fallback| load_for(&token_model(), config, precision, fallback);
     let e = load("nv_full", Precision::Fp16, false)
         .unwrap_err()
         .to_string();
@@ -901,16 +883,7 @@ fn integer_outputs_leave_as_whole_numbers() {
     let model = model_with(13, vec![vi("x", &[1, 3, 4, 5])], nodes, inits, &["idx"]);
     let input = Rng(12).vec(3 * 4 * 5, 1.0);
     for (config, precision) in [("nv_full", Precision::Fp16), ("nv_small", Precision::Int8)] {
-        let hw = nvdla_hw::Config::by_name(config).unwrap();
-        let g = onnx::load(
-            &model,
-            &onnx::Options {
-                cpu_fallback: true,
-                target: Some(Target::new(hw, precision).unwrap()),
-                ..Default::default()
-            },
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
+        let g = load_for(&model, config, precision, true).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(g.integer_outputs, g.outputs);
         let want = nvdla_compiler::reference::run(&g, &[(g.inputs[0], input.clone())]).unwrap()
             [g.outputs[0].0]

@@ -89,8 +89,6 @@ pub enum SurfacePrecision {
     Fp16,
     /// int8 with `real = q * scale`.
     Int8,
-    /// int16 integers (`real = q`), in the feature layout of INT16.
-    Int16,
     /// IEEE binary32 holding whole numbers: a network input of integers (byte values,
     /// token ids), 8 channels per 32-byte atom (`D_F32_CxHWx_x8_F`). A fraction is an
     /// error when the partition reads it.
@@ -129,7 +127,7 @@ pub struct TensorBinding {
 impl TensorBinding {
     fn bytes_per_element(&self) -> usize {
         match self.precision {
-            SurfacePrecision::Fp16 | SurfacePrecision::Int16 => 2,
+            SurfacePrecision::Fp16 => 2,
             SurfacePrecision::Int8 => 1,
             SurfacePrecision::Float32 => 4,
         }
@@ -183,8 +181,7 @@ impl TensorBinding {
         out.push(match self.precision {
             SurfacePrecision::Fp16 => 0,
             SurfacePrecision::Int8 => 1,
-            SurfacePrecision::Int16 => 2,
-            SurfacePrecision::Float32 => 3,
+            SurfacePrecision::Float32 => 2,
         });
         out.push(self.channels_per_group);
         for v in [
@@ -214,13 +211,8 @@ impl TensorBinding {
         let precision = match b[2] {
             0 => SurfacePrecision::Fp16,
             1 => SurfacePrecision::Int8,
-            2 => SurfacePrecision::Int16,
-            3 => SurfacePrecision::Float32,
-            p => {
-                return Err(bad(format!(
-                    "precision {p} (0 fp16, 1 int8, 2 int16, 3 f32)"
-                )))
-            }
+            2 => SurfacePrecision::Float32,
+            p => return Err(bad(format!("precision {p} (0 fp16, 1 int8, 2 f32)"))),
         };
         let rank = usize::from(b[36]);
         if rank > MAX_RANK {
@@ -638,9 +630,6 @@ fn read_surface(bytes: &[u8], t: &TensorBinding) -> Vec<f32> {
                         f16_to_f32(u16::from_le_bytes([bytes[o], bytes[o + 1]]))
                     }
                     SurfacePrecision::Int8 => f32::from(bytes[o] as i8) * t.scale,
-                    SurfacePrecision::Int16 => {
-                        f32::from(i16::from_le_bytes([bytes[o], bytes[o + 1]]))
-                    }
                     SurfacePrecision::Float32 => {
                         f32::from_le_bytes([bytes[o], bytes[o + 1], bytes[o + 2], bytes[o + 3]])
                     }
@@ -670,14 +659,6 @@ fn write_surface(bytes: &mut [u8], t: &TensorBinding, v: &[f32]) {
                             q.round_ties_even().clamp(-128.0, 127.0) as i8
                         };
                         bytes[o] = q as u8;
-                    }
-                    SurfacePrecision::Int16 => {
-                        let q = if v[i].is_nan() {
-                            0
-                        } else {
-                            v[i].round_ties_even().clamp(-32768.0, 32767.0) as i16
-                        };
-                        bytes[o..o + 2].copy_from_slice(&q.to_le_bytes());
                     }
                     SurfacePrecision::Float32 => {
                         bytes[o..o + 4].copy_from_slice(&v[i].to_le_bytes());

@@ -270,7 +270,7 @@ pub enum TensorError {
         accepted: String,
     },
     /// Float data for an integer tensor, without a scale.
-    #[error("{dtype} data for {data_type} tensor '{name}' needs a scale: pass --input-scale S (real = q * S; the loadable does not record one), or give whole numbers")]
+    #[error("{dtype} data for {data_type} tensor '{name}' needs a scale: pass --input-scale S (real = q * S; the loadable does not record one)")]
     NeedScale {
         /// The array's element type.
         dtype: ElementType,
@@ -722,14 +722,8 @@ pub fn host_to_input(
         accepted: accepted_text(&g),
     })?;
     let data_type = t.data_type.to_string();
-    // Float arrays of whole numbers are taken as the integers they hold (an integer input
-    // such as byte values or token ids, given as float32); anything else needs a scale.
     if let (Element::Int { .. }, None) = (g.element, scale) {
-        let whole = |k: usize| {
-            src.number(k)
-                .is_some_and(|n| n.to_f64().is_finite() && n.to_f64().fract() == 0.0)
-        };
-        if src.element_type().is_float() && !(0..src.element_count()).all(whole) {
+        if src.element_type().is_float() {
             return Err(TensorError::NeedScale {
                 dtype: src.element_type(),
                 data_type,
@@ -820,23 +814,21 @@ fn fill_item(
                                 }
                                 x.round_ties_even().clamp(min as f64, max as f64) as i64
                             }
-                            (None, n) => {
-                                // Whole numbers (checked above) are exact in i128.
-                                let v = match n {
-                                    Number::Int(v) => v,
-                                    other => other.to_f64() as i128,
-                                };
-                                if v < i128::from(min) || v > i128::from(max) {
-                                    return Err(TensorError::OutOfRange {
-                                        index: index_now,
-                                        value: v,
-                                        data_type,
-                                        min,
-                                        max,
-                                    });
-                                }
+                            (None, Number::Int(v))
+                                if v >= i128::from(min) && v <= i128::from(max) =>
+                            {
                                 v as i64
                             }
+                            (None, Number::Int(v)) => {
+                                return Err(TensorError::OutOfRange {
+                                    index: index_now,
+                                    value: v,
+                                    data_type,
+                                    min,
+                                    max,
+                                })
+                            }
+                            (None, _) => unreachable!("float data without a scale is refused"),
                         };
                         e.copy_from_slice(&q.to_le_bytes()[..bytes]);
                     }
