@@ -57,8 +57,15 @@ pub fn refusal(g: &Graph, n: &Node, t: &Target) -> Option<String> {
             let w = &c.window;
             if w.kernel.iter().any(|&k| k > 32) {
                 Some("kernels above 32x32".into())
-            } else if w.stride.iter().any(|&s| s > 8) {
-                Some("strides above 8".into())
+            } else if let Some(s) = w
+                .stride
+                .iter()
+                .find(|&&s| crate::lower::stride_split(s).is_none())
+            {
+                Some(format!(
+                    "stride {s}: neither 1..=8 nor a multiple of such a stride by PDP \
+                     strides of 1..=16"
+                ))
             } else if w.dilation.iter().any(|&d| d > 32) {
                 Some("dilations above 32".into())
             } else if w.pad.iter().any(|&p| p > 31) {

@@ -150,6 +150,65 @@ fn convolution_stride_dilation_asymmetric_padding() {
 }
 
 #[test]
+fn convolution_strides_above_8() {
+    // ViT's patch embedding (16x16 at stride 16), and strides that take two PDP picks
+    // (12 = 6 x 2 beside 20 = 5 x 4, with padding; 256 = 8 x 16 x 2): the core convolves at
+    // stride 8 or less and PDP keeps every few outputs.
+    let mut rng = Rng(21);
+    let (mut g, x) = graph(3, 64, 48);
+    let y = add_conv(
+        &mut g,
+        &mut rng,
+        "patches",
+        x,
+        24,
+        [16, 16],
+        [16, 16],
+        [0; 4],
+        [1, 1],
+        1,
+    );
+    finish(&mut g, y);
+    check(&g, CONV_TOL, "conv 16x16 stride 16");
+    check_int8(&g, INT8_TOL, "conv 16x16 stride 16");
+
+    let (mut g, x) = graph(4, 77, 90);
+    let y = add_conv(
+        &mut g,
+        &mut rng,
+        "odd",
+        x,
+        9,
+        [5, 7],
+        [12, 20],
+        [2, 3, 1, 0],
+        [1, 1],
+        1,
+    );
+    finish(&mut g, y);
+    check(&g, CONV_TOL, "conv stride 12x20");
+    check_int8(&g, INT8_TOL, "conv stride 12x20");
+
+    // An audio front end's 1-D stride of 256: stride 8, then picks of 16 and 2.
+    let (mut g, x) = graph(2, 2048, 1);
+    let y = add_conv(
+        &mut g,
+        &mut rng,
+        "frames",
+        x,
+        16,
+        [32, 1],
+        [256, 1],
+        [0; 4],
+        [1, 1],
+        1,
+    );
+    finish(&mut g, y);
+    check(&g, CONV_TOL, "conv 32x1 stride 256");
+    check_int8(&g, INT8_TOL, "conv 32x1 stride 256");
+}
+
+#[test]
 fn convolution_many_channels_and_kernels() {
     let mut rng = Rng(3);
     let (mut g, x) = graph(70, 6, 6);

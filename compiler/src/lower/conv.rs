@@ -35,6 +35,10 @@ impl Lowering<'_> {
                 ),
             ));
         }
+        let w = c.window;
+        if w.stride.iter().any(|&v| v > MAX_CONV_STRIDE) {
+            return self.subsampled_conv(i, c);
+        }
         if let Some(q) = self.group_chunk(groups, cpg, kpg) {
             return self.grouped_conv(i, c, q);
         }
@@ -44,7 +48,6 @@ impl Lowering<'_> {
         } else {
             block_diagonal(&c.weight.data, 0, k, cin, cpg, kpg, kh * kw)
         };
-        let w = c.window;
         let out_t = self.out_tensor(n)?;
         let out_shape = self.g.shape(out_t);
         self.emit_conv(
@@ -63,6 +66,115 @@ impl Lowering<'_> {
                 accumulate: None,
             },
         )
+    }
+
+    /// A convolution whose stride exceeds the core's 8 (ViT's 16x16 patches, audio
+    /// front ends): the convolution at stride `g` (a divisor of the stride, at most 8)
+    /// into a surface of its own, then every `s / g`-th of its pixels picked by 1x1 PDP
+    /// poolings ([`stride_split`]). The outputs at the picked positions are the layer's
+    /// (`floor(floor(x / g) / p) = floor(x / (g p))` gives the same output size); the
+    /// others are computed and dropped, `(s / g)` times the MACs per strided axis. The
+    /// intermediate takes the output's int8 scale: the values kept are the output's, and
+    /// a dropped value that saturates is never read. The layers after it are separate
+    /// SDP operations.
+    fn subsampled_conv(&mut self, i: usize, c: &crate::ir::Conv) -> Result<()> {
+        let n = &self.g.nodes[i];
+        let src = self.input(n, 0)?;
+        let s = self.p.surface(src).clone();
+        let w = c.window;
+        let (Some((gh, ph)), Some((gw, pw))) =
+            (stride_split(w.stride[0]), stride_split(w.stride[1]))
+        else {
+            return Err(layer_err(
+                n,
+                format!(
+                    "stride {}x{}: not a product of a convolution stride of 1..=8 and PDP \
+                     strides of 1..=16",
+                    w.stride[0], w.stride[1]
+                ),
+            ));
+        };
+        let [kh, kw] = c.window.kernel;
+        let cin = s.c as usize;
+        let groups = c.groups.max(1);
+        let k = c.out_channels;
+        let (cpg, kpg) = (cin / groups, k / groups);
+        let dense = if groups == 1 {
+            c.weight.data.clone()
+        } else {
+            block_diagonal(&c.weight.data, 0, k, cin, cpg, kpg, kh * kw)
+        };
+        let size = |input: u32, kk: usize, d: usize, p0: usize, p1: usize, st: usize| {
+            (input as usize + p0 + p1 - (d * (kk - 1) + 1)) / st + 1
+        };
+        let mh = size(s.h, kh, w.dilation[0], w.pad[0], w.pad[2], gh);
+        let mw = size(s.w, kw, w.dilation[1], w.pad[1], w.pad[3], gw);
+        let out_t = self.out_tensor(n)?;
+        let mut mid = self.surface_geometry(
+            &format!("{}#dense", n.name),
+            k as u32,
+            mh as u32,
+            mw as u32,
+            SurfKind::Pool,
+        );
+        mid.scale = self.scale_of(out_t, false);
+        let mid = self.p.add_surface(mid);
+        self.emit_conv(
+            i,
+            ConvSpec {
+                src,
+                kernel: [kh as u32, kw as u32],
+                stride: [gh as u32, gw as u32],
+                pad: w.pad.map(|v| v as u32),
+                dilation: [w.dilation[0] as u32, w.dilation[1] as u32],
+                kernels: k as u32,
+                out: [mh as u32, mw as u32],
+                weights: dense,
+                bias: c.bias.as_ref().map(|b| b.data.clone()),
+                dst: Some(mid),
+                accumulate: None,
+            },
+        )?;
+        // PDP strides of up to 16 each, the last one writing the layer's output.
+        let (mut cur, mut h, mut wd) = (mid, mh, mw);
+        let stages = ph.len().max(pw.len());
+        for k in 0..stages.saturating_sub(1) {
+            let (sy, sx) = (
+                ph.get(k).copied().unwrap_or(1),
+                pw.get(k).copied().unwrap_or(1),
+            );
+            let (nh, nw) = ((h - 1) / sy + 1, (wd - 1) / sx + 1);
+            let op = PdpOp {
+                src: cur,
+                dst: cur,
+                max: true,
+                kernel: [1, 1],
+                stride: [sy as u32, sx as u32],
+                pad: [0; 4],
+                pad_value: 0,
+            };
+            cur = self.pool_stage(
+                n,
+                &format!("pick{}", k + 1),
+                k + 1,
+                op,
+                [nh as u32, nw as u32],
+            );
+            (h, wd) = (nh, nw);
+        }
+        let last = |v: &[usize]| v.get(stages - 1).copied().unwrap_or(1);
+        let pick = crate::ir::Pool {
+            kind: crate::ir::PoolKind::Max,
+            window: crate::ir::Window {
+                kernel: [1, 1],
+                stride: [last(&ph), last(&pw)],
+                pad: [0; 4],
+                dilation: [1, 1],
+            },
+            ceil_mode: false,
+            count_include_pad: false,
+        };
+        self.pool_from(n, &pick, cur)
     }
 
     /// Groups per operation when a grouped convolution (depthwise included) is split into
@@ -671,6 +783,41 @@ impl Lowering<'_> {
     }
 }
 
+/// The largest convolution stride the convolution core takes (`D_CONV_STRIDE_EXT`: 3
+/// bits per axis, stride - 1).
+pub(crate) const MAX_CONV_STRIDE: usize = 8;
+
+/// The largest PDP stride (`D_POOLING_KERNEL_CFG`: 4 bits per axis, stride - 1).
+pub(crate) const MAX_PDP_STRIDE: usize = 16;
+
+/// Most PDP passes that pick a strided convolution's outputs.
+const MAX_PICK_PASSES: usize = 3;
+
+/// A convolution stride `s` as a stride `g` of the convolution core times the strides of
+/// PDP passes that pick every `p`-th output, `g * p1 * p2 ... = s`: the largest such `g`
+/// (the fewest MACs dropped), passes as few as go. `None` when no split exists (a prime
+/// factor above 16) or takes more than [`MAX_PICK_PASSES`] passes.
+pub(crate) fn stride_split(s: usize) -> Option<(usize, Vec<usize>)> {
+    if (1..=MAX_CONV_STRIDE).contains(&s) {
+        return Some((s, Vec::new()));
+    }
+    (1..=MAX_CONV_STRIDE)
+        .rev()
+        .filter(|g| s.is_multiple_of(*g))
+        .find_map(|g| {
+            let mut left = s / g;
+            let mut passes = Vec::new();
+            while left > 1 {
+                let p = (2..=MAX_PDP_STRIDE.min(left))
+                    .rev()
+                    .find(|p| left.is_multiple_of(*p))?;
+                passes.push(p);
+                left /= p;
+            }
+            (passes.len() <= MAX_PICK_PASSES).then_some((g, passes))
+        })
+}
+
 /// Most operations one grouped convolution is split into ([`Lowering::group_chunk`]).
 const MAX_GROUP_PARTS: usize = 16;
 
@@ -724,4 +871,23 @@ pub(super) struct ConvSpec {
     pub(super) dst: Option<SurfId>,
     /// Add this surface (a partial sum over other input channels) in the SDP.
     pub(super) accumulate: Option<SurfId>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::stride_split;
+
+    #[test]
+    fn strides_split_into_a_core_stride_and_pdp_picks() {
+        assert_eq!(stride_split(8), Some((8, vec![])));
+        assert_eq!(stride_split(16), Some((8, vec![2])));
+        assert_eq!(stride_split(14), Some((7, vec![2])));
+        assert_eq!(stride_split(32), Some((8, vec![4])));
+        assert_eq!(stride_split(20), Some((5, vec![4])));
+        assert_eq!(stride_split(256), Some((8, vec![16, 2])));
+        assert_eq!(stride_split(11), Some((1, vec![11])));
+        // A prime factor above 16, and more than three picks.
+        assert_eq!(stride_split(17), None);
+        assert_eq!(stride_split(8 * 16 * 16 * 16 * 2), None);
+    }
 }

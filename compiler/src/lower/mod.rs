@@ -28,6 +28,7 @@ use crate::ir::{Activation, EltwiseKind, Graph, Node, Op, TensorId};
 use crate::quant::Calibration;
 use crate::sdp::{SdpStages, Stage};
 use crate::target::{Precision, Target};
+pub(crate) use conv::stride_split;
 use prepare::{
     check_batch, check_cube_limits, concat_views, fit_coefficients, place_concats, split_eltwise,
 };

@@ -123,7 +123,7 @@ impl Lowering<'_> {
     /// One PDP pass of a pooling node `n` done in several (`op` with its destination
     /// replaced): writes a new `mh x mw` surface `<node>#<tag>` of the source's channels
     /// and int8 scale, which it returns; the operation is the node's pass `pass`.
-    fn pool_stage(
+    pub(super) fn pool_stage(
         &mut self,
         n: &Node,
         tag: &str,

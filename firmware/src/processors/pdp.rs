@@ -60,7 +60,8 @@ pub(super) fn program<H: Hw>(
         (op.stride_x, fld!("dla_pdp_op_desc.stride_x")),
         (op.stride_y, fld!("dla_pdp_op_desc.stride_y")),
     ] {
-        ctx.check((1..=8).contains(&v), f, u32::from(v))?;
+        // D_POOLING_KERNEL_CFG's KERNEL_STRIDE_WIDTH/HEIGHT: 4 bits, stride - 1.
+        ctx.check((1..=16).contains(&v), f, u32::from(v))?;
     }
     ctx.check(
         (1..=MAX_SPLIT).contains(&op.split_num),

@@ -302,6 +302,11 @@ impl Pending {
     /// to 16 bits, the floor of the exact product less the carry out of the Booth
     /// multiplier's low bits (`booth_carries`); beyond, the whole multiplier.
     pub fn resolve(&mut self, sums: &mut [i64]) {
+        // Every `Deferred` resolves its `Pending`, on hosts without AVX-512 too (where it
+        // stays empty): the kernel must not run there, not even on no entries.
+        if self.n == 0 {
+            return;
+        }
         // SAFETY: `Pending` is filled only by `mac_group`, which runs only where
         // `arith_avx512::available()` found AVX-512 F and BW (`WeightRows::build`).
         #[allow(unsafe_code)]
