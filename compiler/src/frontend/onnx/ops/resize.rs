@@ -4,6 +4,7 @@
 //! interpolation weights per axis.
 
 use super::common::MAX_WINDOW;
+use crate::capability::MAX_CUBE;
 use crate::error::Result;
 use crate::frontend::onnx::build::{ir_shape, Act, Builder, NodeCx, Value};
 use crate::frontend::onnx::tensor::{self, fmt_dims, MAX_COMPUTED};
@@ -335,6 +336,9 @@ fn linear_resize(
         name,
         padded,
     );
+    if factor.iter().all(|&f| f > 1) && factor[0] * factor[1] * c.next_multiple_of(32) > MAX_CUBE {
+        return separable_resize(b, cx, (p, padded), c, factor, taps, shape, out);
+    }
     let kernel = [taps[0].len(), taps[1].len()];
     let per = kernel[0] * kernel[1];
     let n = tensor::count(&[c, per], MAX_COMPUTED).map_err(|e| cx.err(e))?;
@@ -359,5 +363,56 @@ fn linear_resize(
         bias: None,
     });
     let t = b.emit(cx, None, op, vec![p], cx.out(0).into(), shape);
+    Ok(vec![Value::Act(Act { t, dims: out })])
+}
+
+/// A linear resize too large for one deconvolution, one axis at a time: the lines, then
+/// the columns, each a depthwise deconvolution of one axis's taps.
+///
+/// One deconvolution computes `fy * fx` phases of every channel as channels of one cube
+/// (a RUBIK contract interleaves them), and a cube holds at most [`MAX_CUBE`] channels: a
+/// 32x resize of U²-Net's side outputs takes 1 024 phases of 16 or 32 channels (one
+/// channel padded to an atom). The bilinear kernel is the outer product of the axes'
+/// taps, so two passes give the same values with `fy + fx` phases: the lines over the
+/// padded columns, which the second pass crops.
+#[allow(clippy::too_many_arguments)]
+fn separable_resize(
+    b: &mut Builder,
+    cx: &NodeCx<'_>,
+    (p, padded): (crate::ir::TensorId, crate::ir::Shape),
+    c: usize,
+    factor: [usize; 2],
+    taps: &[Vec<f32>; 2],
+    shape: crate::ir::Shape,
+    out: Vec<usize>,
+) -> Result<Vec<Value>> {
+    let pass = |b: &mut Builder, input, axis: usize, name: String, to: crate::ir::Shape| {
+        let k = taps[axis].len();
+        let n = tensor::count(&[c, k], MAX_COMPUTED).map_err(|e| cx.err(e))?;
+        b.spend(cx, n)?;
+        let (mut kernel, mut stride, mut pad) = ([1, 1], [1, 1], [0; 4]);
+        kernel[axis] = k;
+        stride[axis] = factor[axis];
+        (pad[axis], pad[axis + 2]) = (2 * factor[axis], 2 * factor[axis]);
+        let weight = (0..c).flat_map(|_| taps[axis].iter().copied()).collect();
+        let op = Op::Deconv(Conv {
+            window: Window {
+                kernel,
+                stride,
+                pad,
+                dilation: [1, 1],
+            },
+            groups: c,
+            out_channels: c,
+            weight: Weights::new(vec![c, 1, kernel[0], kernel[1]], weight)
+                .ok_or_else(|| cx.err("weight size"))?,
+            bias: None,
+        });
+        let tag = if axis == 0 { "lines" } else { "columns" };
+        Ok(b.emit(cx, Some(tag), op, vec![input], name, to))
+    };
+    let lines = crate::ir::Shape::new(shape.n, c, shape.h, padded.w);
+    let y = pass(b, p, 0, format!("{}/lines", cx.out(0)), lines)?;
+    let t = pass(b, y, 1, cx.out(0).into(), shape)?;
     Ok(vec![Value::Act(Act { t, dims: out })])
 }
