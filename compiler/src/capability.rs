@@ -55,9 +55,7 @@ pub fn refusal(g: &Graph, n: &Node, t: &Target) -> Option<String> {
         }
         Op::Conv(c) => {
             let w = &c.window;
-            if w.kernel.iter().any(|&k| k > 32) {
-                Some("kernels above 32x32".into())
-            } else if let Some(s) = w
+            if let Some(s) = w
                 .stride
                 .iter()
                 .find(|&&s| crate::lower::stride_split(s).is_none())

@@ -209,6 +209,109 @@ fn convolution_strides_above_8() {
 }
 
 #[test]
+fn convolution_kernels_above_32() {
+    // Partial sums over slices of at most 32x32 taps: 70x1 padded (slices of 24, 23, 23
+    // taps, the first padded, the others windows of the input), 40x36 dilated and strided
+    // with padding on every side, and an STFT-like 1x256 at stride 128 (a stride above 8
+    // too: stride 8 and a PDP pick of 16).
+    // int8: each slice's running sum is stored in int8 steps of its own scale (twice the
+    // output's at least), so the error grows with the slices (8 for the 1x256).
+    const SLICED_INT8_TOL: f32 = 0.05;
+    let mut rng = Rng(23);
+    let (mut g, x) = graph(6, 100, 7);
+    let y = add_conv(
+        &mut g,
+        &mut rng,
+        "tall",
+        x,
+        5,
+        [70, 1],
+        [1, 1],
+        [5, 0, 4, 0],
+        [1, 1],
+        1,
+    );
+    finish(&mut g, y);
+    check(&g, CONV_TOL, "conv 70x1");
+    check_int8(&g, SLICED_INT8_TOL, "conv 70x1");
+
+    let (mut g, x) = graph(5, 90, 80);
+    let y = add_conv(
+        &mut g,
+        &mut rng,
+        "wide",
+        x,
+        9,
+        [40, 36],
+        [3, 2],
+        [7, 3, 2, 31],
+        [2, 2],
+        1,
+    );
+    finish(&mut g, y);
+    check(&g, CONV_TOL, "conv 40x36 dilated 2");
+    check_int8(&g, SLICED_INT8_TOL, "conv 40x36 dilated 2");
+
+    let (mut g, x) = graph(1, 1, 2048);
+    let y = add_conv(
+        &mut g,
+        &mut rng,
+        "stft",
+        x,
+        32,
+        [1, 256],
+        [1, 128],
+        [0; 4],
+        [1, 1],
+        1,
+    );
+    finish(&mut g, y);
+    check(&g, CONV_TOL, "conv 1x256 stride 128");
+    check_int8(&g, SLICED_INT8_TOL, "conv 1x256 stride 128");
+}
+
+#[test]
+fn convolution_of_long_lines() {
+    // One line wider than a cube's 8 192 pixels (a waveform as TensorFlow's conv1d has
+    // it), and one of 44 100 samples that does not fit the CBUF either: read as columns
+    // of one pixel per line, in chunks of rows.
+    let mut rng = Rng(29);
+    let (mut g, x) = graph(2, 1, 20000);
+    let y = add_conv(
+        &mut g,
+        &mut rng,
+        "line",
+        x,
+        8,
+        [1, 7],
+        [1, 3],
+        [0, 3, 0, 3],
+        [1, 1],
+        1,
+    );
+    finish(&mut g, y);
+    check(&g, CONV_TOL, "conv 1x7 over 20 000 pixels");
+    check_int8(&g, INT8_TOL, "conv 1x7 over 20 000 pixels");
+
+    let (mut g, x) = graph(1, 1, 44100);
+    let y = add_conv(
+        &mut g,
+        &mut rng,
+        "audio",
+        x,
+        16,
+        [1, 16],
+        [1, 8],
+        [0; 4],
+        [1, 1],
+        1,
+    );
+    finish(&mut g, y);
+    check(&g, CONV_TOL, "conv 1x16 stride 8 over 44 100 samples");
+    check_int8(&g, INT8_TOL, "conv 1x16 stride 8 over 44 100 samples");
+}
+
+#[test]
 fn convolution_many_channels_and_kernels() {
     let mut rng = Rng(3);
     let (mut g, x) = graph(70, 6, 6);

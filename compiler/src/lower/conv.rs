@@ -3,6 +3,7 @@
 use super::{image, layer_err, winograd, Lowering};
 use crate::engine::*;
 use crate::error::Result;
+use crate::ir::Node;
 use crate::pack;
 use crate::sdp::{SdpStages, Stage};
 use crate::target::Precision;
@@ -332,38 +333,6 @@ impl Lowering<'_> {
         let name = n.name.clone();
         let c = self.p.surface(spec.src).c as usize;
         let taps = (spec.kernel[0] * spec.kernel[1]) as usize;
-        // int8: the running sum over the first parts is stored at a scale of its own. It
-        // may far exceed the whole sum's range (the later channels cancel it), so the
-        // scale is the larger of twice the output's and the sum's spread for inputs at
-        // their full range with independent signs: sqrt(sum w^2) * (127 * input scale),
-        // the largest over the kernels, plus the bias.
-        let out_scale = if self.t.precision == Precision::Int8 {
-            let s = self.scale_of(self.out_tensor(n)?, false);
-            if !(s.is_finite() && s > 0.0) {
-                return Err(layer_err(
-                    n,
-                    "no int8 scale for its output, which its partial sums over parts of \
-                     the input channels (the weights of one kernel group exceed the CBUF) \
-                     are scaled from",
-                ));
-            }
-            Some(f64::from(s))
-        } else {
-            None
-        };
-        let input_range = 127.0 * f64::from(self.p.surface(spec.src).scale);
-        let partial_scale = |c1: usize| -> f32 {
-            let Some(out) = out_scale else { return 1.0 };
-            let spread = (0..spec.kernels as usize)
-                .map(|k| {
-                    let w = &spec.weights[k * c * taps..k * c * taps + c1 * taps];
-                    let norm = w.iter().map(|&v| f64::from(v).powi(2)).sum::<f64>().sqrt();
-                    let bias = spec.bias.as_ref().map_or(0.0, |b| f64::from(b[k]).abs());
-                    norm * input_range + bias
-                })
-                .fold(0.0f64, f64::max);
-            (2.0 * out).max(spread / 127.0) as f32
-        };
         let mut prev = None;
         for (j, &(c0, c1)) in parts.iter().enumerate() {
             let src = self.channel_view(spec.src, c0, c1 - c0, format!("{name}#c{c0}"));
@@ -385,7 +354,11 @@ impl Lowering<'_> {
                     spec.out[1],
                     SurfKind::Pool,
                 );
-                tmp.scale = partial_scale(c1 as usize);
+                let prefix = c1 as usize * taps;
+                tmp.scale = self.partial_sum_scale(n, &spec, |k| {
+                    let w = &spec.weights[k * c * taps..k * c * taps + prefix];
+                    w.iter().map(|&v| f64::from(v).powi(2)).sum()
+                })?;
                 Some(self.p.add_surface(tmp))
             };
             self.emit_conv(
@@ -409,16 +382,239 @@ impl Lowering<'_> {
         Ok(())
     }
 
+    /// int8: the scale of a running partial sum of convolution `n` ([`Self::emit_conv_by_channels`],
+    /// [`Self::emit_conv_by_taps`]) whose kernel `k` has summed weights of squared norm
+    /// `norm2(k)` so far; 1 in fp16. The running sum may far exceed the whole sum's range
+    /// (the later terms cancel it), so the scale is the larger of twice the output's and
+    /// the sum's spread for inputs at their full range with independent signs:
+    /// `sqrt(norm2) * (127 * input scale)`, the largest over the kernels, plus the bias.
+    fn partial_sum_scale(
+        &self,
+        n: &Node,
+        spec: &ConvSpec,
+        norm2: impl Fn(usize) -> f64,
+    ) -> Result<f32> {
+        if self.t.precision != Precision::Int8 {
+            return Ok(1.0);
+        }
+        let out = self.scale_of(self.out_tensor(n)?, false);
+        if !(out.is_finite() && out > 0.0) {
+            return Err(layer_err(
+                n,
+                "no int8 scale for its output, which the partial sums it is split into are \
+                 scaled from",
+            ));
+        }
+        let input_range = 127.0 * f64::from(self.p.surface(spec.src).scale);
+        let spread = (0..spec.kernels as usize)
+            .map(|k| {
+                let bias = spec.bias.as_ref().map_or(0.0, |b| f64::from(b[k]).abs());
+                norm2(k).sqrt() * input_range + bias
+            })
+            .fold(0.0f64, f64::max);
+        Ok((2.0 * f64::from(out)).max(spread / 127.0) as f32)
+    }
+
+    /// A convolution whose kernel exceeds the core's 32x32 (an STFT as a 1-D convolution
+    /// of 256 to 512 taps, basic-pitch's constant-Q filters): partial sums over slices of
+    /// at most 32x32 taps, each added to the previous one in its SDP, as
+    /// [`Self::emit_conv_by_channels`] does over input channels. Output `x` reads input
+    /// `x * s - p + d * t`; a slice starting at tap `t0` is a convolution of the input
+    /// padded by `p - d * t0`, or of a window of the input starting `d * t0 - p` in when
+    /// that is negative (with the end padding the slice's last tap needs). int8 partial
+    /// sums take [`Self::partial_sum_scale`].
+    fn emit_conv_by_taps(&mut self, i: usize, spec: ConvSpec) -> Result<()> {
+        let n = &self.g.nodes[i];
+        let name = n.name.clone();
+        let s = self.p.surface(spec.src).clone();
+        let c = s.c as usize;
+        let [kh, kw] = spec.kernel.map(|v| v as usize);
+        // Tap ranges along each axis, as even as they go.
+        let slices = |k: usize| -> Vec<(usize, usize)> {
+            let parts = k.div_ceil(MAX_KERNEL as usize);
+            let per = k.div_ceil(parts);
+            (0..parts)
+                .map(|j| (j * per, ((j + 1) * per).min(k)))
+                .collect()
+        };
+        // One axis of a slice: the source's first element, its length, the padding before
+        // and after (`None` when the slice reads padding only: it adds nothing).
+        let axis =
+            |size: u32, (t0, t1): (usize, usize), a: usize| -> Option<(u32, u32, u32, u32)> {
+                let (st, d, p0) = (
+                    spec.stride[a] as i64,
+                    spec.dilation[a] as i64,
+                    spec.pad[a] as i64,
+                );
+                let first = p0 - d * t0 as i64;
+                let (start, pad0) = if first >= 0 { (0, first) } else { (-first, 0) };
+                let len = i64::from(size) - start;
+                // The last element read, counted from the window's start with its padding.
+                let last = (i64::from(spec.out[a]) - 1) * st - pad0 + d * (t1 - t0 - 1) as i64;
+                if len < 1 || last < 0 && pad0 > 0 {
+                    return None;
+                }
+                let pad1 = (last - (len - 1)).max(0);
+                Some((start as u32, len as u32, pad0 as u32, pad1 as u32))
+            };
+        let parts: Vec<((usize, usize), (usize, usize))> = slices(kh)
+            .into_iter()
+            .flat_map(|ys| slices(kw).into_iter().map(move |xs| (ys, xs)))
+            .collect();
+        let mut prev = None;
+        let mut sum_taps = Vec::new();
+        for (j, &(ys, xs)) in parts.iter().enumerate() {
+            let (Some((y0, h, pt, pb)), Some((x0, w, pl, pr))) =
+                (axis(s.h, ys, 0), axis(s.w, xs, 1))
+            else {
+                return Err(layer_err(
+                    n,
+                    format!(
+                        "kernel {kh}x{kw}: taps {}..{} x {}..{} read padding only",
+                        ys.0, ys.1, xs.0, xs.1
+                    ),
+                ));
+            };
+            let src = if (y0, x0, h, w) == (0, 0, s.h, s.w) {
+                spec.src
+            } else {
+                self.window_view(spec.src, (y0, x0), (h, w), &format!("{name}#taps{j}"))
+            };
+            let (sh, sw) = (ys.1 - ys.0, xs.1 - xs.0);
+            let mut weights = Vec::with_capacity(spec.kernels as usize * c * sh * sw);
+            for kc in 0..spec.kernels as usize * c {
+                for y in ys.0..ys.1 {
+                    let row = (kc * kh + y) * kw;
+                    weights.extend_from_slice(&spec.weights[row + xs.0..row + xs.1]);
+                }
+            }
+            sum_taps.push((ys, xs));
+            let dst = if j + 1 == parts.len() {
+                spec.dst
+            } else {
+                let mut tmp = self.surface_geometry(
+                    &format!("{name}#partial{j}"),
+                    spec.kernels,
+                    spec.out[0],
+                    spec.out[1],
+                    SurfKind::Pool,
+                );
+                tmp.scale = self.partial_sum_scale(n, &spec, |k| {
+                    sum_taps
+                        .iter()
+                        .flat_map(|&((a, b), (l, r))| {
+                            (0..c).flat_map(move |ci| {
+                                (a..b).flat_map(move |y| {
+                                    (l..r).map(move |x| ((k * c + ci) * kh + y) * kw + x)
+                                })
+                            })
+                        })
+                        .map(|e| f64::from(spec.weights[e]).powi(2))
+                        .sum()
+                })?;
+                Some(self.p.add_surface(tmp))
+            };
+            self.emit_conv(
+                i,
+                ConvSpec {
+                    src,
+                    kernel: [sh as u32, sw as u32],
+                    stride: spec.stride,
+                    pad: [pt, pl, pb, pr],
+                    dilation: spec.dilation,
+                    kernels: spec.kernels,
+                    out: spec.out,
+                    weights,
+                    bias: if j == 0 { spec.bias.clone() } else { None },
+                    dst,
+                    accumulate: prev,
+                },
+            )?;
+            prev = dst;
+        }
+        Ok(())
+    }
+
+    /// A convolution of a one-line cube whose line does not fit the CBUF or the 8 192
+    /// pixels of a cube (a raw waveform of 44 100 samples as TensorFlow's `conv1d` exports
+    /// it, `1 x N`, with a `1 x k` kernel): the same memory read as a column, `N` lines of one pixel whose line
+    /// stride is an atom (pixel `x` of the line is line `x` of the column), so that the
+    /// convolution runs along the lines and splits into chunks of rows that fit. The
+    /// output, and a partial sum it adds, are columns alike; the layers after it are SDP
+    /// operations of their own.
+    fn emit_conv_as_column(&mut self, i: usize, spec: ConvSpec) -> Result<()> {
+        let n = &self.g.nodes[i];
+        let dst = match spec.dst {
+            Some(d) => d,
+            None => {
+                let out_t = self.out_tensor(n)?;
+                self.output_surface(out_t)
+            }
+        };
+        let src = self.column_view(spec.src);
+        let dst = self.column_view(dst);
+        let accumulate = spec.accumulate.map(|a| self.column_view(a));
+        self.emit_conv(
+            i,
+            ConvSpec {
+                src,
+                kernel: [spec.kernel[1], 1],
+                stride: [spec.stride[1], 1],
+                pad: [spec.pad[1], 0, spec.pad[3], 0],
+                dilation: [spec.dilation[1], 1],
+                kernels: spec.kernels,
+                out: [spec.out[1], 1],
+                weights: spec.weights,
+                bias: spec.bias,
+                dst: Some(dst),
+                accumulate,
+            },
+        )
+    }
+
+    /// One-line surface `id` as a column: its pixels as lines of one pixel.
+    fn column_view(&mut self, id: SurfId) -> SurfId {
+        let mut v = self.p.surface(id).clone();
+        v.name = format!("{}#column", v.name);
+        v.kind = SurfKind::View {
+            parent: id,
+            channel_offset: 0,
+            x: 0,
+            y: 0,
+        };
+        (v.h, v.w) = (v.w, 1);
+        v.line_stride = self.t.atom_of(v.precision);
+        self.p.add_surface(v)
+    }
+
     pub(super) fn emit_conv(&mut self, i: usize, spec: ConvSpec) -> Result<()> {
         let n = &self.g.nodes[i];
         let t = *self.t;
         let s = self.p.surface(spec.src).clone();
         let [kh, kw] = spec.kernel;
-        if kh > 32 || kw > 32 {
-            return Err(layer_err(
-                n,
-                format!("kernel {kh}x{kw} exceeds the 32x32 the convolution core takes"),
-            ));
+        if kh > MAX_KERNEL || kw > MAX_KERNEL {
+            if s.pixel || spec.accumulate.is_some() {
+                return Err(layer_err(
+                    n,
+                    format!("kernel {kh}x{kw} exceeds the 32x32 the convolution core takes"),
+                ));
+            }
+            return self.emit_conv_by_taps(i, spec);
+        }
+        if s.h == 1
+            && kh == 1
+            && spec.out[0] == 1
+            && spec.pad[0] == 0
+            && spec.pad[2] == 0
+            && s.w > 1
+            && !s.pixel
+            && ((t.entries_per_slice(s.w, s.c)).div_ceil(t.cbuf_entries_per_bank())
+                + t.min_banks_for_weights(kw * s.c * t.bpe())
+                > t.hw.cbuf_banks
+                || s.w as usize > crate::capability::MAX_CUBE
+                || spec.out[1] as usize > crate::capability::MAX_CUBE)
+        {
+            return self.emit_conv_as_column(i, spec);
         }
         if spec.pad.iter().any(|&p| p > 31) {
             return Err(layer_err(
@@ -580,9 +776,14 @@ impl Lowering<'_> {
         // A single operation (all output rows) makes the CDMA fetch every input row, even
         // rows a strided kernel never reads; a chunk fetches its window.
         let fetched = |r: u32| if r >= out_h { s.h } else { span(r).min(s.h) };
-        let fits = |r: u32| data_banks_for(fetched(r)) + min_w <= banks;
+        // A chunk's cubes also fit the 13-bit size registers (a column of a long signal).
+        let cube = crate::capability::MAX_CUBE as u32;
+        let fits =
+            |r: u32| data_banks_for(fetched(r)) + min_w <= banks && fetched(r) <= cube && r <= cube;
         // Winograd: one operation over the extended input (winograd_plan checked the fit).
-        let chunk = if wino.is_some() || data_banks_for(s.h) + min_w <= banks {
+        let chunk = if wino.is_some()
+            || (data_banks_for(s.h) + min_w <= banks && s.h <= cube && out_h <= cube)
+        {
             out_h
         } else {
             let mut r = out_h;
@@ -789,6 +990,9 @@ pub(crate) const MAX_CONV_STRIDE: usize = 8;
 
 /// The largest PDP stride (`D_POOLING_KERNEL_CFG`: 4 bits per axis, stride - 1).
 pub(crate) const MAX_PDP_STRIDE: usize = 16;
+
+/// The largest kernel width or height the convolution core takes.
+const MAX_KERNEL: u32 = 32;
 
 /// Most PDP passes that pick a strided convolution's outputs.
 const MAX_PICK_PASSES: usize = 3;

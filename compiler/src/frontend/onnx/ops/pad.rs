@@ -119,6 +119,12 @@ pub(super) fn pad(b: &mut Builder, cx: &NodeCx<'_>) -> Result<Vec<Value>> {
         );
         return Ok(vec![Value::Act(Act { t, dims: out })]);
     }
+    // A pending padding of a value laid out after a reshape cannot become a padding
+    // convolution later (the builder pads the layout it sees): with the CPU at hand, the
+    // padding goes there now, rather than failing at its reader.
+    if b.cpu_fallback && ir_shape(&inner.dims).ok() != Some(b.shape(inner.t)) {
+        return Err(cx.err("the padded input is laid out after a reshape"));
+    }
     if value0.is_some_and(|v| v != value) {
         return Err(cx.err("two Pads with different values"));
     }
