@@ -252,19 +252,7 @@ pub(super) fn upsample(b: &mut Builder, cx: &NodeCx<'_>) -> Result<Vec<Value>> {
     }
     let n = tensor::count(&[c, factor[0], factor[1]], MAX_COMPUTED).map_err(|e| cx.err(e))?;
     b.spend(cx, n)?;
-    let op = Op::Deconv(Conv {
-        window: Window {
-            kernel: factor,
-            stride: factor,
-            pad: [0; 4],
-            dilation: [1, 1],
-        },
-        groups: c,
-        out_channels: c,
-        weight: Weights::new(vec![c, 1, factor[0], factor[1]], vec![1.0; n])
-            .ok_or_else(|| cx.err("weight size"))?,
-        bias: None,
-    });
+    let op = depthwise_deconv(cx, c, factor, factor, [0; 4], vec![1.0; n])?;
     let t = b.emit(cx, None, op, vec![t], cx.out(0).into(), shape);
     Ok(vec![Value::Act(Act { t, dims: out })])
 }
@@ -349,19 +337,8 @@ fn linear_resize(
             weight.extend(taps[1].iter().map(|&wx| wy * wx));
         }
     }
-    let op = Op::Deconv(Conv {
-        window: Window {
-            kernel,
-            stride: factor,
-            pad: [2 * factor[0], 2 * factor[1], 2 * factor[0], 2 * factor[1]],
-            dilation: [1, 1],
-        },
-        groups: c,
-        out_channels: c,
-        weight: Weights::new(vec![c, 1, kernel[0], kernel[1]], weight)
-            .ok_or_else(|| cx.err("weight size"))?,
-        bias: None,
-    });
+    let pad = [2 * factor[0], 2 * factor[1], 2 * factor[0], 2 * factor[1]];
+    let op = depthwise_deconv(cx, c, kernel, factor, pad, weight)?;
     let t = b.emit(cx, None, op, vec![p], cx.out(0).into(), shape);
     Ok(vec![Value::Act(Act { t, dims: out })])
 }
@@ -395,19 +372,7 @@ fn separable_resize(
         stride[axis] = factor[axis];
         (pad[axis], pad[axis + 2]) = (2 * factor[axis], 2 * factor[axis]);
         let weight = (0..c).flat_map(|_| taps[axis].iter().copied()).collect();
-        let op = Op::Deconv(Conv {
-            window: Window {
-                kernel,
-                stride,
-                pad,
-                dilation: [1, 1],
-            },
-            groups: c,
-            out_channels: c,
-            weight: Weights::new(vec![c, 1, kernel[0], kernel[1]], weight)
-                .ok_or_else(|| cx.err("weight size"))?,
-            bias: None,
-        });
+        let op = depthwise_deconv(cx, c, kernel, stride, pad, weight)?;
         let tag = if axis == 0 { "lines" } else { "columns" };
         Ok(b.emit(cx, Some(tag), op, vec![input], name, to))
     };
@@ -415,4 +380,29 @@ fn separable_resize(
     let y = pass(b, p, 0, format!("{}/lines", cx.out(0)), lines)?;
     let t = pass(b, y, 1, cx.out(0).into(), shape)?;
     Ok(vec![Value::Act(Act { t, dims: out })])
+}
+
+/// A depthwise deconvolution of `c` channels without bias: each channel's `kernel` taps
+/// (`weight`, `[c, 1, kh, kw]`), `stride`, `pad` cropped.
+fn depthwise_deconv(
+    cx: &NodeCx<'_>,
+    c: usize,
+    kernel: [usize; 2],
+    stride: [usize; 2],
+    pad: [usize; 4],
+    weight: Vec<f32>,
+) -> Result<Op> {
+    Ok(Op::Deconv(Conv {
+        window: Window {
+            kernel,
+            stride,
+            pad,
+            dilation: [1, 1],
+        },
+        groups: c,
+        out_channels: c,
+        weight: Weights::new(vec![c, 1, kernel[0], kernel[1]], weight)
+            .ok_or_else(|| cx.err("weight size"))?,
+        bias: None,
+    }))
 }
