@@ -66,40 +66,15 @@ COPY vp vp
 COPY capi capi
 COPY python python
 COPY examples/c examples/c
-COPY scripts/build-kmod scripts/cross-aarch64 scripts/docker-guest scripts/capi scripts/python scripts/
-# Host binaries.
-RUN cargo build --release --locked -p nvdla-umd --bin nvdla-runtime -p nvdla-compiler \
-        --bin nvdla-compiler -p nvdla-loadable --features nvdla-loadable/cli --bin nvdla-loadable \
-        -p nvdla-vp-cli --bin nvdla-vp \
-    && mkdir -p /out/bin && for b in nvdla-runtime nvdla-compiler nvdla-loadable nvdla-vp; do \
-        install -m755 -s target/release/$b /out/bin/; done
-# The libraries (docs/api.md): libnvdla.so, nvdla.h and nvdla.pc for /usr/local
-# (scripts/capi), examples/c/classify built against them with cc and pkg-config, and the
-# Python wheel (scripts/python: maturin from PyPI, in a throwaway venv). The 100 MB static
-# libnvdla.a stays out of the image.
-RUN scripts/capi --install-only --prefix /out/capi \
-    && rm /out/capi/lib/libnvdla.a && strip /out/capi/lib/libnvdla.so && mkdir /out/capi/bin \
-    && cc -std=c99 -Wall -Wextra -Werror -O2 examples/c/classify.c \
-        $(PKG_CONFIG_PATH=/out/capi/lib/pkgconfig pkg-config --cflags --libs nvdla) \
-        -o /out/capi/bin/nvdla-classify \
-    && sed -i 's|^prefix=.*|prefix=/usr/local|' /out/capi/lib/pkgconfig/nvdla.pc \
-    && NVDLA_PYTHON_VENV=/tmp/venv scripts/python --wheel-only \
-    && install -D -m644 -t /out/wheels target/wheels/nvdla-*.whl && rm -rf /tmp/venv
-# The guest side: nvdla.ko, the static aarch64 nvdla-runtime and examples/c/classify on the
-# static board libnvdla (as scripts/vp-linux builds them), the ioctl test, Debian's arm64
-# kernel and busybox.
-RUN ko=$(scripts/build-kmod) && install -m644 "$ko" /out/prebuilt/nvdla.ko \
-    && scripts/cross-aarch64 --static --strict \
-    && arm=target/aarch64-unknown-linux-gnu/release/nvdla-runtime \
-    && file "$arm" | grep -q "statically linked" \
-    && aarch64-linux-gnu-strip -o /out/prebuilt/nvdla-runtime-aarch64 "$arm" \
-    && aarch64-linux-gnu-strip -o /out/prebuilt/classify-aarch64 \
-        target/aarch64-unknown-linux-gnu/release/classify \
-    && aarch64-linux-gnu-gcc -static -O2 -Wall -I/usr/aarch64-linux-gnu/include \
-        -o /out/prebuilt/nvdla-ioctl-test kmd/linux/test/nvdla-ioctl-test.c \
-    && aarch64-linux-gnu-strip /out/prebuilt/nvdla-ioctl-test \
-    && scripts/docker-guest /out/prebuilt/nvdla.ko \
-    && rm -rf "$NVDLA_CACHE/apt" "$NVDLA_CACHE/kernel" target
+COPY scripts/docker-stage scripts/build-kmod scripts/cross-aarch64 scripts/docker-guest scripts/capi \
+    scripts/python scripts/
+# Everything the runtime stage takes, into /out (scripts/docker-stage, which `scripts/docker-test
+# --prebuilt` runs on the host): the host binaries; libnvdla.so, nvdla.h, nvdla.pc and
+# examples/c/classify built against them with cc and pkg-config; the Python wheel (maturin from
+# PyPI, in a throwaway venv); nvdla.ko, the static aarch64 nvdla-runtime and examples/c/classify
+# on the static board libnvdla, the ioctl test, Debian's arm64 kernel and busybox.
+RUN NVDLA_PYTHON_VENV=/tmp/venv scripts/docker-stage /out \
+    && rm -rf /tmp/venv "$NVDLA_CACHE/apt" "$NVDLA_CACHE/kernel" "$NVDLA_CACHE/guest" target
 
 # ---- runtime ---------------------------------------------------------------------------
 FROM debian:bookworm
@@ -123,7 +98,7 @@ RUN ldconfig && python3 -m zipfile -e /opt/nvdla/wheels/nvdla-*.whl \
     && python3 -c 'import nvdla'
 
 COPY --from=builder /out/prebuilt/ /opt/nvdla/prebuilt/
-COPY --from=builder /cache/guest/ /opt/nvdla/cache/guest/
+COPY --from=builder /out/guest/ /opt/nvdla/cache/guest/
 # The project's test scripts, unchanged, run by nvdla-script/vp-linux against the prebuilt
 # artifacts (scripts/docker-stubs stands in for their build steps).
 COPY scripts/vp-linux scripts/regression scripts/networks scripts/debian-apt /opt/nvdla/scripts/
