@@ -1318,6 +1318,7 @@ impl Ctx<'_> {
                             line_stride: s.line_stride,
                             surf_stride: s.surf_stride,
                             scale: s.scale,
+                            items: s.batch.max(1),
                             dims: dims.to_vec(),
                         }
                     };

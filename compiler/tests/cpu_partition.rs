@@ -11,6 +11,8 @@ use common::*;
 use nvdla_compiler::frontend::onnx;
 use nvdla_compiler::ir::{Graph, Op};
 use nvdla_compiler::target::{Precision, Target};
+use nvdla_umd::runtime::Runtime;
+use nvdla_umd::Direction;
 
 /// conv 3x3 (8 -> 16) + relu, Transpose of H and W (CPU), conv 1x1 + sigmoid, softmax
 /// over the width (CPU) and a mean over the width kept as a column (CPU), their product
@@ -917,4 +919,115 @@ fn integer_outputs_leave_as_whole_numbers() {
             .all(|v| v.fract() == 0.0 && (0.0..6.0).contains(v)));
         assert!(same + 1 >= want.len(), "{config}: {same} of {}", want.len());
     }
+}
+
+/// Batch 3: conv 3x3 (8 -> 8) + relu, a softmax over the batch axis (a CPU partition that
+/// mixes the items), conv 1x1 (8 -> 4), a cosine (an element-wise CPU partition).
+fn batch_model() -> Vec<u8> {
+    let mut rng = Rng(0xba7c_4);
+    let mut w = |n: usize, s: f32| rng.vec(n, s);
+    let nodes = vec![
+        node(
+            "Conv",
+            "c1",
+            &["x", "w1", "b1"],
+            &["c1"],
+            vec![("pads", A::Is(vec![1; 4]))],
+        ),
+        node("Relu", "r1", &["c1"], &["r1"], vec![]),
+        node("Softmax", "sm", &["r1"], &["sm"], vec![("axis", A::I(0))]),
+        node("Conv", "c2", &["sm", "w2", "b2"], &["c2"], vec![]),
+        node("Mul", "sq", &["c2", "c2"], &["y"], vec![]),
+    ];
+    let inits = vec![
+        tf("w1", &[8, 8, 3, 3], w(8 * 8 * 9, 0.3)),
+        tf("b1", &[8], w(8, 0.1)),
+        tf("w2", &[4, 8, 1, 1], w(32, 2.0)),
+        tf("b2", &[4], w(4, 0.1)),
+    ];
+    model_with(13, vec![vi("x", &[3, 8, 5, 5])], nodes, inits, &["y"])
+}
+
+/// A batch's CPU partitions: the one that mixes the items runs once, between every item's
+/// pass over the layers before it and every item's pass over the layers after it, on
+/// surfaces of the whole batch; the element-wise one runs in each item's pass. The output
+/// matches the reference, which runs the partitions on the whole batch.
+#[test]
+fn a_partition_that_mixes_the_items_runs_once_for_the_batch() {
+    const N: usize = 3;
+    let (c, h, w) = (8, 5, 5);
+    let g = load_for(&batch_model(), "nv_full", Precision::Fp16, true).unwrap();
+    assert_eq!(
+        partitions(&g),
+        vec![vec!["Softmax".to_string()], vec!["Mul".into()]]
+    );
+    let input = Rng(0x5eed).vec(N * c * h * w, 1.0);
+    let want = nvdla_compiler::reference::run(&g, &[(g.inputs[0], input.clone())]).unwrap()
+        [g.outputs[0].0]
+        .clone();
+    let hw = nvdla_hw::Config::by_name("nv_full").unwrap();
+    let opts = nvdla_compiler::Options {
+        cpu_fallback: true,
+        ..nvdla_compiler::Options::new(Target::new(hw, Precision::Fp16).unwrap())
+    };
+    let compiled = nvdla_compiler::compile_graph(g.clone(), &opts).unwrap();
+    let runs = |layer: &str| {
+        compiled
+            .program
+            .ops
+            .iter()
+            .filter(|o| o.layers.iter().any(|l| l == layer))
+            .count()
+    };
+    assert_eq!(runs("cpu_partition0"), 1, "the softmax over the batch");
+    assert_eq!(runs("cpu_partition1"), N, "the square, item by item");
+    assert_eq!(runs("c2"), N);
+    // The softmax's descriptor binds surfaces of 3 items; another item count in its
+    // first binding (byte 37) no longer matches the dimensions.
+    use nvdla_umd::partition::PartitionDesc;
+    let l = nvdla_loadable::Loadable::parse(&compiled.loadable).unwrap();
+    let descs: Vec<PartitionDesc> = l
+        .blobs()
+        .iter()
+        .filter(|b| b.name().contains("partition"))
+        .map(|b| PartitionDesc::decode(b.data()).unwrap())
+        .collect();
+    let items: Vec<Vec<u32>> = descs
+        .iter()
+        .map(|d| d.inputs.iter().chain(&d.outputs).map(|t| t.items).collect())
+        .collect();
+    assert!(items.contains(&vec![3, 3]), "{items:?}");
+    assert!(items.contains(&vec![1, 1]), "{items:?}");
+    let whole = descs.iter().find(|d| d.inputs[0].items == 3).unwrap();
+    let mut blob = whole.encode();
+    blob[PartitionDesc::binding_offset(0) + 37] = 2;
+    let e = PartitionDesc::decode(&blob).unwrap_err().to_string();
+    assert!(e.contains("2 items"), "{e}");
+    let mut dev = device("nv_full");
+    let rt = Runtime::load(dev.as_mut(), &compiled.loadable).unwrap();
+    let ti = rt.tensor(Direction::Input, 0).unwrap().clone();
+    let item = ti.size as usize / N;
+    let atom = hw.memory_atomic as usize;
+    let data: Vec<u8> = input
+        .chunks(c * h * w)
+        .flat_map(|x| to_surface(x, c, h, w, atom, item))
+        .collect();
+    let (to, out) = run_once(dev.as_mut(), rt, &data);
+    let got: Vec<f32> = out
+        .chunks(to.size as usize / N)
+        .flat_map(|b| {
+            from_surface(
+                b,
+                4,
+                h,
+                w,
+                atom,
+                to.strides[1] as usize,
+                to.strides[2] as usize,
+            )
+        })
+        .collect();
+    let err = max_rel_err(&got, &want);
+    eprintln!("batch of {N}, fp16 nv_full: max relative error {err:.2e}");
+    assert!(err <= 4e-3, "error {err}");
 }

@@ -120,7 +120,11 @@ pub struct TensorBinding {
     pub surf_stride: u32,
     /// int8: the real value of one step.
     pub scale: f32,
-    /// The ONNX dimensions (their product is `channel * height * width`).
+    /// Items back to back, each `size / items` bytes with the geometry above (a batch's
+    /// N items read and written at once; 1 otherwise). Byte 37 of the binding, where 0
+    /// also means 1 (the reserved byte of descriptors before batches).
+    pub items: u32,
+    /// The ONNX dimensions (their product is `items * channel * height * width`).
     pub dims: Vec<usize>,
 }
 
@@ -146,8 +150,8 @@ impl TensorBinding {
             .saturating_add((c % g) * bpe)
     }
 
-    /// Bytes from the surface's start to the end of its last element.
-    fn extent(&self) -> u64 {
+    /// Bytes from the start of one item to the end of its last element.
+    fn item_extent(&self) -> u64 {
         let (c, h, w) = (
             self.channel as usize,
             self.height as usize,
@@ -163,9 +167,22 @@ impl TensorBinding {
         last.saturating_add(self.bytes_per_element() as u64)
     }
 
-    /// Elements of the surface (`None` when the product overflows).
+    /// Bytes from one item's start to the next's.
+    fn item_stride(&self) -> u64 {
+        u64::from(self.size) / u64::from(self.items.max(1))
+    }
+
+    /// Bytes from the surface's start to the end of its last item's last element.
+    fn extent(&self) -> u64 {
+        (u64::from(self.items.max(1)) - 1)
+            .saturating_mul(self.item_stride())
+            .saturating_add(self.item_extent())
+    }
+
+    /// Elements of the surface, all items (`None` when the product overflows).
     fn checked_elements(&self) -> Option<usize> {
-        (self.channel as usize)
+        (self.items as usize)
+            .checked_mul(self.channel as usize)?
             .checked_mul(self.height as usize)?
             .checked_mul(self.width as usize)
     }
@@ -197,7 +214,8 @@ impl TensorBinding {
         }
         out.extend_from_slice(&self.scale.to_le_bytes());
         out.push(self.dims.len() as u8);
-        out.extend_from_slice(&[0; 3]);
+        out.push(u8::try_from(self.items).unwrap_or(u8::MAX));
+        out.extend_from_slice(&[0; 2]);
         for k in 0..MAX_RANK {
             let d = self.dims.get(k).copied().unwrap_or(0) as u32;
             out.extend_from_slice(&d.to_le_bytes());
@@ -230,6 +248,7 @@ impl TensorBinding {
             line_stride: u32_at(24),
             surf_stride: u32_at(28),
             scale: f32::from_bits(u32_at(32)),
+            items: u32::from(b[37].max(1)),
             dims: (0..rank).map(|k| u32_at(40 + 4 * k) as usize).collect(),
         };
         if t.channels_per_group == 0 || t.channel == 0 || t.height == 0 || t.width == 0 {
@@ -242,8 +261,9 @@ impl TensorBinding {
             .ok_or_else(|| bad("dimensions overflow".into()))?;
         if Some(n) != t.checked_elements() {
             return Err(bad(format!(
-                "dimensions {:?} hold {n} elements, the surface {}x{}x{} holds {}",
+                "dimensions {:?} hold {n} elements, the surface of {} items of {}x{}x{} holds {}",
                 t.dims,
+                t.items,
                 t.channel,
                 t.height,
                 t.width,
@@ -267,11 +287,17 @@ impl TensorBinding {
                 t.line_stride, t.surf_stride, t.height, t.width
             )));
         }
-        if t.extent() > u64::from(t.size) {
+        if t.size % t.items != 0 {
             return Err(bad(format!(
-                "its last element ends at byte {}, past its {} bytes",
-                t.extent(),
-                t.size
+                "{} bytes are not {} items of one size",
+                t.size, t.items
+            )));
+        }
+        if t.item_extent() > t.item_stride() {
+            return Err(bad(format!(
+                "an item's last element ends at byte {}, past its {} bytes",
+                t.item_extent(),
+                t.item_stride()
             )));
         }
         Ok(t)
@@ -621,19 +647,22 @@ fn surface<'m>(
 /// Reads a boundary surface as dense f32 values in channel, line, pixel order.
 fn read_surface(bytes: &[u8], t: &TensorBinding) -> Vec<f32> {
     let mut v = Vec::with_capacity(t.elements());
-    for c in 0..t.channel as usize {
-        for y in 0..t.height as usize {
-            for x in 0..t.width as usize {
-                let o = t.element_offset(c, y, x) as usize;
-                v.push(match t.precision {
-                    SurfacePrecision::Fp16 => {
-                        f16_to_f32(u16::from_le_bytes([bytes[o], bytes[o + 1]]))
-                    }
-                    SurfacePrecision::Int8 => f32::from(bytes[o] as i8) * t.scale,
-                    SurfacePrecision::Float32 => {
-                        f32::from_le_bytes([bytes[o], bytes[o + 1], bytes[o + 2], bytes[o + 3]])
-                    }
-                });
+    for item in 0..t.items as usize {
+        let base = item * t.item_stride() as usize;
+        for c in 0..t.channel as usize {
+            for y in 0..t.height as usize {
+                for x in 0..t.width as usize {
+                    let o = base + t.element_offset(c, y, x) as usize;
+                    v.push(match t.precision {
+                        SurfacePrecision::Fp16 => {
+                            f16_to_f32(u16::from_le_bytes([bytes[o], bytes[o + 1]]))
+                        }
+                        SurfacePrecision::Int8 => f32::from(bytes[o] as i8) * t.scale,
+                        SurfacePrecision::Float32 => {
+                            f32::from_le_bytes([bytes[o], bytes[o + 1], bytes[o + 2], bytes[o + 3]])
+                        }
+                    });
+                }
             }
         }
     }
@@ -643,28 +672,31 @@ fn read_surface(bytes: &[u8], t: &TensorBinding) -> Vec<f32> {
 /// Writes dense f32 values (channel, line, pixel order) into a boundary surface.
 fn write_surface(bytes: &mut [u8], t: &TensorBinding, v: &[f32]) {
     let mut i = 0;
-    for c in 0..t.channel as usize {
-        for y in 0..t.height as usize {
-            for x in 0..t.width as usize {
-                let o = t.element_offset(c, y, x) as usize;
-                match t.precision {
-                    SurfacePrecision::Fp16 => {
-                        bytes[o..o + 2].copy_from_slice(&f32_to_f16_even(v[i]).to_le_bytes());
+    for item in 0..t.items as usize {
+        let base = item * t.item_stride() as usize;
+        for c in 0..t.channel as usize {
+            for y in 0..t.height as usize {
+                for x in 0..t.width as usize {
+                    let o = base + t.element_offset(c, y, x) as usize;
+                    match t.precision {
+                        SurfacePrecision::Fp16 => {
+                            bytes[o..o + 2].copy_from_slice(&f32_to_f16_even(v[i]).to_le_bytes());
+                        }
+                        SurfacePrecision::Int8 => {
+                            let q = f64::from(v[i]) / f64::from(t.scale);
+                            let q = if q.is_nan() {
+                                0
+                            } else {
+                                q.round_ties_even().clamp(-128.0, 127.0) as i8
+                            };
+                            bytes[o] = q as u8;
+                        }
+                        SurfacePrecision::Float32 => {
+                            bytes[o..o + 4].copy_from_slice(&v[i].to_le_bytes());
+                        }
                     }
-                    SurfacePrecision::Int8 => {
-                        let q = f64::from(v[i]) / f64::from(t.scale);
-                        let q = if q.is_nan() {
-                            0
-                        } else {
-                            q.round_ties_even().clamp(-128.0, 127.0) as i8
-                        };
-                        bytes[o] = q as u8;
-                    }
-                    SurfacePrecision::Float32 => {
-                        bytes[o..o + 4].copy_from_slice(&v[i].to_le_bytes());
-                    }
+                    i += 1;
                 }
-                i += 1;
             }
         }
     }

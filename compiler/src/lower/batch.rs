@@ -147,6 +147,53 @@ pub(super) struct Pass {
 }
 
 impl super::Lowering<'_> {
+    /// Lowers a batch of `batch` items as that many passes over the network, one per item,
+    /// and its fully connected tail, if it has one, once for the whole batch;
+    /// `full_inputs` and `full_outputs` are the network's inputs and outputs, each a
+    /// surface of the whole batch.
+    pub(super) fn lower_passes(
+        &mut self,
+        batch: usize,
+        full_inputs: &[SurfId],
+        full_outputs: &[SurfId],
+    ) -> Result<()> {
+        let g = self.g;
+        // The fully connected tail runs once for the batch, on the items side by side.
+        let tail = tail(g, batch).filter(|t| {
+            t.heads
+                .iter()
+                .all(|h| !self.views.contains_key(h) && !g.inputs.contains(h))
+        });
+        if let Some(t) = &tail {
+            self.pass.batch = batch;
+            self.pass.heads = t.heads.iter().map(|&h| (h, None)).collect();
+        }
+        for b in 0..batch {
+            self.pass.item = b;
+            self.surf.clear();
+            self.done = tail
+                .as_ref()
+                .map_or_else(|| vec![false; g.nodes.len()], |t| t.nodes.clone());
+            for (&t, &full) in g.inputs.iter().zip(full_inputs) {
+                let v = self.item_view(full, b);
+                self.surf.insert(t, v);
+            }
+            for (&t, &full) in g.outputs.iter().zip(full_outputs) {
+                let v = self.item_view(full, b);
+                self.surf.insert(t, v);
+            }
+            for i in 0..g.nodes.len() {
+                if !self.done[i] {
+                    self.node(i)?;
+                }
+            }
+        }
+        if let Some(tail) = &tail {
+            self.batch_tail(tail, full_outputs, batch)?;
+        }
+        Ok(())
+    }
+
     /// Item `pass.item`'s window of head `tid`'s surface of the whole batch (made on
     /// first use, when the producer has set the tensor's int8 scale); `None` for other
     /// tensors.

@@ -83,23 +83,6 @@ impl Lowering<'_> {
         if self.table_partition(n, part)? {
             return Ok(());
         }
-        // Batches run as one pass per item, which a partition (free to mix the
-        // items) cannot follow.
-        if let Some(&t) = n
-            .inputs
-            .iter()
-            .chain(&n.outputs)
-            .find(|&&t| g.shape(t).n != 1)
-        {
-            return Err(layer_err(
-                n,
-                format!(
-                    "`{}` ({}): CPU partitions run on networks of batch 1",
-                    g.tensor(t).name,
-                    g.shape(t)
-                ),
-            ));
-        }
         let inputs = (0..n.inputs.len())
             .map(|k| self.input(n, k))
             .collect::<Result<Vec<_>>>()?;
@@ -129,14 +112,58 @@ impl Lowering<'_> {
                 }
             }
         }
+        let partition = self.partition_for_surfaces(n, part, &inputs, &outputs)?;
         self.p.ops.push(HwOp {
             layers: vec![n.name.clone()],
             kind: HwOpKind::Cpu(CpuOp::Partition {
                 inputs,
                 outputs,
-                partition: part.clone(),
+                partition,
             }),
         });
         Ok(())
+    }
+
+    /// Partition `part` as it runs on surfaces `inputs` and `outputs`: as it is on one item
+    /// or on a batch's surfaces of every item ([`super::batch_stages`]); with one item's
+    /// dimensions on one item's surfaces in a batch's pass (an element-wise partition).
+    fn partition_for_surfaces(
+        &self,
+        n: &Node,
+        part: &Arc<CpuPartition>,
+        inputs: &[SurfId],
+        outputs: &[SurfId],
+    ) -> Result<Arc<CpuPartition>> {
+        let g = self.g;
+        let batch = g.inputs.first().map_or(1, |&i| g.shape(i).n);
+        let items: Vec<u32> = inputs
+            .iter()
+            .chain(outputs)
+            .map(|&id| self.p.surface(id).batch.max(1))
+            .collect();
+        if batch == 1 || items.iter().all(|&k| k as usize == batch) {
+            return Ok(part.clone());
+        }
+        let one_item = |dims: &[Vec<usize>]| -> Result<Vec<Vec<usize>>> {
+            dims.iter()
+                .map(|d| match d.split_first() {
+                    Some((&first, rest)) if first == batch && items.iter().all(|&k| k == 1) => {
+                        Ok([&[1][..], rest].concat())
+                    }
+                    _ => Err(layer_err(
+                        n,
+                        format!(
+                            "a CPU partition in one item's pass of a batch of {batch} has a \
+                             tensor of dimensions {d:?}"
+                        ),
+                    )),
+                })
+                .collect()
+        };
+        Ok(Arc::new(CpuPartition {
+            input_dims: one_item(&part.input_dims)?,
+            output_dims: one_item(&part.output_dims)?,
+            ..(**part).clone()
+        }))
     }
 }

@@ -8,6 +8,7 @@
 //! the [`Target`]; nothing here tests a configuration by name.
 
 mod batch;
+mod batch_stages;
 mod channel_scales;
 mod conv;
 mod cpu;
@@ -168,38 +169,18 @@ pub fn lower_with(g: &Graph, t: &Target, q: &Quant<'_>, settings: Settings) -> R
             l.batch_surface(id, batch);
             full_outputs.push(id);
         }
-        // The fully connected tail runs once for the batch, on the items side by side.
-        let tail = batch::tail(g, batch).filter(|t| {
-            t.heads
+        if let Some(stages) = batch_stages::plan(g) {
+            // CPU partitions run once for the whole batch, between levels of passes.
+            let full = g
+                .inputs
                 .iter()
-                .all(|h| !l.views.contains_key(h) && !g.inputs.contains(h))
-        });
-        if let Some(t) = &tail {
-            l.pass.batch = batch;
-            l.pass.heads = t.heads.iter().map(|&h| (h, None)).collect();
-        }
-        for b in 0..batch {
-            l.pass.item = b;
-            l.surf.clear();
-            l.done = tail
-                .as_ref()
-                .map_or_else(|| vec![false; g.nodes.len()], |t| t.nodes.clone());
-            for (&t, &full) in g.inputs.iter().zip(&full_inputs) {
-                let v = l.item_view(full, b);
-                l.surf.insert(t, v);
-            }
-            for (&t, &full) in g.outputs.iter().zip(&full_outputs) {
-                let v = l.item_view(full, b);
-                l.surf.insert(t, v);
-            }
-            for i in 0..g.nodes.len() {
-                if !l.done[i] {
-                    l.node(i)?;
-                }
-            }
-        }
-        if let Some(tail) = &tail {
-            l.batch_tail(tail, &full_outputs, batch)?;
+                .zip(&full_inputs)
+                .chain(g.outputs.iter().zip(&full_outputs))
+                .map(|(&t, &id)| (t, id))
+                .collect();
+            l.lower_stages(&stages, batch, full)?;
+        } else {
+            l.lower_passes(batch, &full_inputs, &full_outputs)?;
         }
         for (&t, &full) in g.outputs.iter().zip(&full_outputs) {
             l.surf.insert(t, full);
@@ -313,6 +294,8 @@ impl Lowering<'_> {
         h.line_stride = s.w * atom;
         h.surf_stride = h.line_stride * s.h;
         h.size = h.surf_stride * s.c.div_ceil(self.t.channels_per_atom_of(Precision::Fp16));
+        h.batch = s.batch;
+        h.size *= s.batch.max(1);
         self.p.surfaces[id.0] = h;
     }
 
@@ -324,7 +307,7 @@ impl Lowering<'_> {
         s.scale = 1.0;
         s.line_stride = s.w * INTEGER_ATOM;
         s.surf_stride = s.line_stride * s.h;
-        s.size = s.surf_stride * s.c.div_ceil(INTEGER_CHANNELS_PER_ATOM);
+        s.size = s.surf_stride * s.c.div_ceil(INTEGER_CHANNELS_PER_ATOM) * s.batch.max(1);
     }
 
     /// Creates the surface for tensor `tid`.

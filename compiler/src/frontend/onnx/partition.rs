@@ -531,6 +531,9 @@ impl Builder {
                 _ => {}
             }
         }
+        if let Some(why) = self.beyond_tract(cx) {
+            return Err(fail(why));
+        }
         let open = self.cpu.partitions.len().checked_sub(1);
         let joins = open.is_some_and(|o| {
             cx.inputs
@@ -638,6 +641,36 @@ impl Builder {
                 }
             })
             .collect())
+    }
+
+    /// Why tract, which types the node's outputs, would still fail to run it (a limit of
+    /// its evaluation that typing does not show), if it would.
+    fn beyond_tract(&self, cx: &NodeCx<'_>) -> Option<String> {
+        let op = cx.op();
+        if op == "Dropout" {
+            let nonzero = |k: usize| match cx.inputs.get(k) {
+                Some(Some(Value::Const(c))) => c.to_f32().iter().any(|&v| v != 0.0),
+                Some(Some(_)) => true,
+                _ => false,
+            };
+            // The ratio defaults to 0.5; training mode to false.
+            let ratio = cx.inputs.get(1).is_none_or(|v| v.is_none()) || nonzero(1);
+            if ratio && nonzero(2) {
+                return Some("Dropout in training mode (random) is not run".into());
+            }
+        }
+        if op.starts_with("Reduce") {
+            let boolean = cx.inputs.iter().flatten().any(|v| {
+                matches!(v, Value::Act(a)
+                    if self.cpu.integer_inputs.get(&a.t) == Some(&dt::BOOL))
+            });
+            if boolean {
+                return Some(format!(
+                    "{op} of booleans is not run (tract reduces numbers)"
+                ));
+            }
+        }
+        None
     }
 
     /// Makes `a` (ONNX value `name`) an input of partition `part`.
