@@ -88,7 +88,8 @@ pub struct Surface {
     /// binary32 (exact to 2^24: byte values, token ids of any vocabulary), 8 channels of
     /// 4 bytes per 32-byte atom (the feature layout, hwarch "Feature Data Format"; the
     /// `.dimg` format `D_F32_CxHWx_x8_F`) whatever the build's precision and atom. Only
-    /// CPU partitions read it.
+    /// CPU partitions read it. Also a network output a CPU partition writes and nothing
+    /// else reads (any binary32 values, as the partition computed them).
     pub integer: bool,
 }
 

@@ -32,7 +32,7 @@ pub(super) struct Stages {
 }
 
 /// Whether node operation `op` runs once for the whole batch.
-fn runs_on_whole_batch(op: &Op) -> bool {
+pub(super) fn runs_on_whole_batch(op: &Op) -> bool {
     matches!(op, Op::CpuPartition(p) if table::elementwise_sources(p).is_none())
 }
 
@@ -90,15 +90,17 @@ impl Lowering<'_> {
             for &t in n.inputs.iter().chain(&n.outputs) {
                 if !full.contains_key(&t) {
                     let id = self.new_surface(t, SurfKind::Pool);
-                    self.batch_surface(id, batch);
+                    self.batch_surface(id, g.shape(t).n);
                     full.insert(t, id);
                 }
             }
         }
         let mut items: Vec<ItemPass> = (0..batch)
             .map(|b| {
+                // (None of a tensor of another number of items: no pass reads it.)
                 let views: HashMap<TensorId, SurfId> = full
                     .iter()
+                    .filter(|(&t, _)| g.shape(t).n == batch)
                     .map(|(&t, &f)| (t, self.item_view(f, b)))
                     .collect();
                 ItemPass {

@@ -87,24 +87,18 @@ impl Lowering<'_> {
             .map(|k| self.input(n, k))
             .collect::<Result<Vec<_>>>()?;
         let outputs: Vec<SurfId> = n.outputs.iter().map(|&t| self.output_surface(t)).collect();
-        // A network output of integers: binary32, whatever the build's precision.
+        // A network output of integers, or one nothing else reads: binary32, whatever the
+        // build's precision, as the partition computed it (ONNX Runtime's output; a YOLO
+        // head concatenates boxes in pixels with class scores below 1, which no int8
+        // scale holds; a product of a tensor's elements exceeds half precision).
         for (&t, &id) in n.outputs.iter().zip(&outputs) {
-            if g.integer_outputs.contains(&t) {
+            let only_cpu =
+                g.consumers(t).is_empty() && matches!(self.p.surface(id).kind, SurfKind::Output(_));
+            if g.integer_outputs.contains(&t) || only_cpu {
                 self.integer_surface(id);
             }
         }
         if self.t.precision == Precision::Int8 {
-            // A network output nothing else reads keeps the partition's precision
-            // better in half precision than in int8 steps of one scale (a YOLO
-            // head concatenates boxes in pixels with class scores below 1).
-            for (&t, &id) in n.outputs.iter().zip(&outputs) {
-                if g.consumers(t).is_empty()
-                    && matches!(self.p.surface(id).kind, SurfKind::Output(_))
-                    && !g.integer_outputs.contains(&t)
-                {
-                    self.half_surface(id);
-                }
-            }
             for &id in inputs.iter().chain(&outputs) {
                 let s = self.p.surface(id);
                 if s.precision == Precision::Int8 && !s.integer {
@@ -136,14 +130,14 @@ impl Lowering<'_> {
     ) -> Result<Arc<CpuPartition>> {
         let g = self.g;
         let batch = g.inputs.first().map_or(1, |&i| g.shape(i).n);
+        if batch == 1 || super::batch_stages::runs_on_whole_batch(&n.op) {
+            return Ok(part.clone());
+        }
         let items: Vec<u32> = inputs
             .iter()
             .chain(outputs)
             .map(|&id| self.p.surface(id).batch.max(1))
             .collect();
-        if batch == 1 || items.iter().all(|&k| k as usize == batch) {
-            return Ok(part.clone());
-        }
         let one_item = |dims: &[Vec<usize>]| -> Result<Vec<Vec<usize>>> {
             dims.iter()
                 .map(|d| match d.split_first() {

@@ -158,15 +158,17 @@ pub fn lower_with(g: &Graph, t: &Target, q: &Quant<'_>, settings: Settings) -> R
         // N sequential passes over the network, one per batch item: item b of every
         // network input and output is a view of its memory at b times the item's size.
         let mut full_inputs = Vec::new();
+        // Each with its own items: the batch, except where only partitions that run on
+        // the whole batch read or write it ([`check_batch`]).
         for &input in &g.inputs {
             let id = l.surf[&input];
-            l.batch_surface(id, batch);
+            l.batch_surface(id, g.shape(input).n);
             full_inputs.push(id);
         }
         let mut full_outputs = Vec::new();
         for (i, &o) in g.outputs.iter().enumerate() {
             let id = l.new_surface(o, SurfKind::Output(i));
-            l.batch_surface(id, batch);
+            l.batch_surface(id, g.shape(o).n);
             full_outputs.push(id);
         }
         if let Some(stages) = batch_stages::plan(g) {

@@ -47,9 +47,20 @@ const MAX_BATCH: usize = 64;
 /// batch, and every tensor keeps it.
 pub(super) fn check_batch(g: &Graph) -> Result<()> {
     let batch = g.inputs.first().map_or(1, |&i| g.shape(i).n);
+    // In a batch, a tensor only partitions run on the whole batch read, itself a network
+    // input or such a partition's output, may hold another number of items (a
+    // concatenation along the batch axis): no pass ever reads one item of it.
+    let cpu_only = |t: TensorId| {
+        batch > 1
+            && g.producer(t)
+                .is_none_or(|p| super::batch_stages::runs_on_whole_batch(&g.nodes[p.0].op))
+            && g.consumers(t)
+                .iter()
+                .all(|c| super::batch_stages::runs_on_whole_batch(&g.nodes[c.0].op))
+    };
     for &i in &g.inputs {
         let s = g.shape(i);
-        if s.n != batch || !(1..=MAX_BATCH).contains(&s.n) {
+        if !(1..=MAX_BATCH).contains(&s.n) || (s.n != batch && !cpu_only(i)) {
             return Err(CompileError::layer(
                 g.tensor(i).name.clone(),
                 "graph input",
@@ -64,7 +75,7 @@ pub(super) fn check_batch(g: &Graph) -> Result<()> {
     for n in &g.nodes {
         for &o in &n.outputs {
             let s = g.shape(o);
-            if s.n != batch {
+            if s.n != batch && !(cpu_only(o) && (1..=MAX_BATCH).contains(&s.n)) {
                 return Err(layer_err(
                     n,
                     format!(

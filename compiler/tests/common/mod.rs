@@ -174,15 +174,20 @@ pub fn run_fp16_opts(g: &Graph, config: &str, input: &[f32], extra: Extra) -> (V
     };
     let (to, out) = run_once(dev.as_mut(), rt, &data);
     let o = g.shape(g.outputs[0]);
-    let got = from_surface(
-        &out,
-        o.c,
-        o.h,
-        o.w,
-        atom,
-        to.strides[1] as usize,
-        to.strides[2] as usize,
-    );
+    // An output only the CPU writes (a partition's) is binary32.
+    let got = if to.data_type == nvdla_loadable::DataType::FLOAT {
+        host_output(&out, &to)
+    } else {
+        from_surface(
+            &out,
+            o.c,
+            o.h,
+            o.w,
+            atom,
+            to.strides[1] as usize,
+            to.strides[2] as usize,
+        )
+    };
     (got, want)
 }
 
@@ -315,6 +320,13 @@ pub fn host_input(v: &[f32], t: &nvdla_umd::runtime::TensorDesc, scale: Option<f
     nvdla_umd::tensor::host_to_input(&host, t, scale).unwrap()
 }
 
+/// Output bytes `b` of tensor `t` as NCHW f32 values, through the runtime's conversion.
+pub fn host_output(b: &[u8], t: &nvdla_umd::runtime::TensorDesc) -> Vec<f32> {
+    nvdla_umd::tensor::output_to_host(t, b, None)
+        .unwrap()
+        .to_f32_vec()
+}
+
 /// Largest |got - want| relative to the largest |want| (at least 1).
 pub fn max_rel_err(got: &[f32], want: &[f32]) -> f32 {
     assert_eq!(got.len(), want.len());
@@ -434,8 +446,10 @@ pub fn run_int8_scaled(
     // The scale the compiler gave the output (pooling keeps its input's, for example).
     let out_scale = compiled.program.surface(compiled.program.outputs[0]).scale;
     let (line, surf) = (to.strides[1] as usize, to.strides[2] as usize);
-    // An output only the CPU writes (a partition's) may stay fp16 in an int8 network.
-    let got = if to.data_type == nvdla_loadable::DataType::HALF {
+    // An output only the CPU writes (a partition's) is binary32 in either precision.
+    let got = if to.data_type == nvdla_loadable::DataType::FLOAT {
+        host_output(&out, &to)
+    } else if to.data_type == nvdla_loadable::DataType::HALF {
         let cpa = target.channels_per_atom_of(Precision::Fp16) as usize;
         from_surface(&out, o.c, o.h, o.w, 2 * cpa, line, surf)
     } else {
