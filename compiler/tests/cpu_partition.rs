@@ -924,7 +924,7 @@ fn integer_outputs_leave_as_whole_numbers() {
 /// Batch 3: conv 3x3 (8 -> 8) + relu, a softmax over the batch axis (a CPU partition that
 /// mixes the items), conv 1x1 (8 -> 4), a cosine (an element-wise CPU partition).
 fn batch_model() -> Vec<u8> {
-    let mut rng = Rng(0xba7c_4);
+    let mut rng = Rng(0xba7c4);
     let mut w = |n: usize, s: f32| rng.vec(n, s);
     let nodes = vec![
         node(

@@ -287,7 +287,7 @@ impl TensorBinding {
                 t.line_stride, t.surf_stride, t.height, t.width
             )));
         }
-        if t.size % t.items != 0 {
+        if !t.size.is_multiple_of(t.items) {
             return Err(bad(format!(
                 "{} bytes are not {} items of one size",
                 t.size, t.items

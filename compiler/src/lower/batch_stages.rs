@@ -13,6 +13,7 @@
 //! [`super::table::elementwise_sources`]) do not mix items: they stay in the items' passes
 //! (as CDP lookups, or on the CPU item by item, with one item's dimensions).
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 
 use super::{table, Lowering};
@@ -88,10 +89,10 @@ impl Lowering<'_> {
                 continue;
             }
             for &t in n.inputs.iter().chain(&n.outputs) {
-                if !full.contains_key(&t) {
+                if let Entry::Vacant(e) = full.entry(t) {
                     let id = self.new_surface(t, SurfKind::Pool);
                     self.batch_surface(id, g.shape(t).n);
-                    full.insert(t, id);
+                    e.insert(id);
                 }
             }
         }
