@@ -644,59 +644,49 @@ fn surface<'m>(
     })
 }
 
-/// Reads a boundary surface as dense f32 values in channel, line, pixel order.
-fn read_surface(bytes: &[u8], t: &TensorBinding) -> Vec<f32> {
-    let mut v = Vec::with_capacity(t.elements());
-    for item in 0..t.items as usize {
+/// Byte offsets of `t`'s elements in dense order: item, channel, line, pixel.
+fn element_offsets(t: &TensorBinding) -> impl Iterator<Item = usize> + '_ {
+    let (c, h, w) = (t.channel as usize, t.height as usize, t.width as usize);
+    (0..t.items as usize).flat_map(move |item| {
         let base = item * t.item_stride() as usize;
-        for c in 0..t.channel as usize {
-            for y in 0..t.height as usize {
-                for x in 0..t.width as usize {
-                    let o = base + t.element_offset(c, y, x) as usize;
-                    v.push(match t.precision {
-                        SurfacePrecision::Fp16 => {
-                            f16_to_f32(u16::from_le_bytes([bytes[o], bytes[o + 1]]))
-                        }
-                        SurfacePrecision::Int8 => f32::from(bytes[o] as i8) * t.scale,
-                        SurfacePrecision::Float32 => {
-                            f32::from_le_bytes([bytes[o], bytes[o + 1], bytes[o + 2], bytes[o + 3]])
-                        }
-                    });
-                }
-            }
-        }
-    }
-    v
+        (0..c).flat_map(move |ch| {
+            (0..h)
+                .flat_map(move |y| (0..w).map(move |x| base + t.element_offset(ch, y, x) as usize))
+        })
+    })
 }
 
-/// Writes dense f32 values (channel, line, pixel order) into a boundary surface.
+/// Reads a boundary surface as dense f32 values in item, channel, line, pixel order.
+fn read_surface(bytes: &[u8], t: &TensorBinding) -> Vec<f32> {
+    element_offsets(t)
+        .map(|o| match t.precision {
+            SurfacePrecision::Fp16 => f16_to_f32(u16::from_le_bytes([bytes[o], bytes[o + 1]])),
+            SurfacePrecision::Int8 => f32::from(bytes[o] as i8) * t.scale,
+            SurfacePrecision::Float32 => {
+                f32::from_le_bytes([bytes[o], bytes[o + 1], bytes[o + 2], bytes[o + 3]])
+            }
+        })
+        .collect()
+}
+
+/// Writes dense f32 values (item, channel, line, pixel order) into a boundary surface.
 fn write_surface(bytes: &mut [u8], t: &TensorBinding, v: &[f32]) {
-    let mut i = 0;
-    for item in 0..t.items as usize {
-        let base = item * t.item_stride() as usize;
-        for c in 0..t.channel as usize {
-            for y in 0..t.height as usize {
-                for x in 0..t.width as usize {
-                    let o = base + t.element_offset(c, y, x) as usize;
-                    match t.precision {
-                        SurfacePrecision::Fp16 => {
-                            bytes[o..o + 2].copy_from_slice(&f32_to_f16_even(v[i]).to_le_bytes());
-                        }
-                        SurfacePrecision::Int8 => {
-                            let q = f64::from(v[i]) / f64::from(t.scale);
-                            let q = if q.is_nan() {
-                                0
-                            } else {
-                                q.round_ties_even().clamp(-128.0, 127.0) as i8
-                            };
-                            bytes[o] = q as u8;
-                        }
-                        SurfacePrecision::Float32 => {
-                            bytes[o..o + 4].copy_from_slice(&v[i].to_le_bytes());
-                        }
-                    }
-                    i += 1;
-                }
+    for (o, &x) in element_offsets(t).zip(v) {
+        match t.precision {
+            SurfacePrecision::Fp16 => {
+                bytes[o..o + 2].copy_from_slice(&f32_to_f16_even(x).to_le_bytes());
+            }
+            SurfacePrecision::Int8 => {
+                let q = f64::from(x) / f64::from(t.scale);
+                let q = if q.is_nan() {
+                    0
+                } else {
+                    q.round_ties_even().clamp(-128.0, 127.0) as i8
+                };
+                bytes[o] = q as u8;
+            }
+            SurfacePrecision::Float32 => {
+                bytes[o..o + 4].copy_from_slice(&x.to_le_bytes());
             }
         }
     }
