@@ -139,37 +139,132 @@ pub(crate) fn par_ranges<T: Send>(
         .collect()
 }
 
-/// Whether the CPU runs AVX-512 (F, DQ, BW, VL): loops that LLVM vectorises are compiled
-/// for it too ([`wide`]) and chosen at run time; `NVDLA_VP_NO_AVX512=1` keeps the baseline
-/// build's. The same arithmetic either way, only the instructions differ.
+/// Elements below which [`par_chunks`] stays on the calling thread (handing work to the
+/// pool costs more than it saves).
+pub(crate) const PARALLEL_ELEMENTS: usize = 1 << 16;
+
+/// A vector of `n` zeros, written by rayon's pool when it is large: the calling thread
+/// would otherwise clear every page of it alone (glibc's `calloc` clears reused memory
+/// with `memset`, fresh memory page fault by page fault).
+pub(crate) fn zeroed<T: Copy + Default + Send + Sync>(n: usize) -> Vec<T> {
+    use rayon::prelude::*;
+    if n < 4 * PARALLEL_ELEMENTS || rayon::current_num_threads() == 1 {
+        return vec![T::default(); n];
+    }
+    let mut v = Vec::with_capacity(n);
+    v.par_extend(rayon::iter::repeat_n(T::default(), n));
+    v
+}
+
+/// Runs `f(i, chunk)` on the `i`-th `chunk`-long piece of `data` (the last may be
+/// shorter), on rayon's pool when `data` has at least [`PARALLEL_ELEMENTS`] elements, each
+/// piece's loops compiled by [`wide`]; the results come back in order. Every element is
+/// written by exactly one call, so results do not depend on the number of threads.
+pub(crate) fn par_chunks<T: Send, R: Send>(
+    data: &mut [T],
+    chunk: usize,
+    f: impl Fn(usize, &mut [T]) -> R + Sync + Send,
+) -> Vec<R> {
+    use rayon::prelude::*;
+    let chunk = chunk.max(1);
+    if data.len() < PARALLEL_ELEMENTS || data.len() <= chunk || rayon::current_num_threads() == 1 {
+        data.chunks_mut(chunk)
+            .enumerate()
+            .map(|(i, c)| wide(|| f(i, c)))
+            .collect()
+    } else {
+        data.par_chunks_mut(chunk)
+            .enumerate()
+            .map(|(i, c)| wide(|| f(i, c)))
+            .collect()
+    }
+}
+
+/// [`par_chunks`] for reading: `f(i, chunk)` on each `chunk`-long piece of `data`.
+pub(crate) fn par_read_chunks<T: Sync, R: Send>(
+    data: &[T],
+    chunk: usize,
+    f: impl Fn(usize, &[T]) -> R + Sync + Send,
+) -> Vec<R> {
+    use rayon::prelude::*;
+    let chunk = chunk.max(1);
+    if data.len() < PARALLEL_ELEMENTS || data.len() <= chunk || rayon::current_num_threads() == 1 {
+        data.chunks(chunk)
+            .enumerate()
+            .map(|(i, c)| wide(|| f(i, c)))
+            .collect()
+    } else {
+        data.par_chunks(chunk)
+            .enumerate()
+            .map(|(i, c)| wide(|| f(i, c)))
+            .collect()
+    }
+}
+
+/// The widest vector extension [`wide`] compiles its loops for on this CPU.
 #[cfg(target_arch = "x86_64")]
-pub(crate) fn has_wide() -> bool {
-    static WIDE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wide {
+    /// The x86-64 baseline (SSE2).
+    Baseline,
+    /// AVX2 with FMA and BMI2 (Haswell, Zen and later).
+    Avx2,
+    /// AVX-512 F, DQ, BW and VL.
+    Avx512,
+}
+
+/// Which [`Wide`] tier the CPU runs. `NVDLA_VP_NO_AVX512=1` caps it at AVX2 and
+/// `NVDLA_VP_NO_AVX2=1` at the baseline. The same arithmetic either way, only the
+/// instructions differ.
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn wide_tier() -> Wide {
+    static WIDE: std::sync::OnceLock<Wide> = std::sync::OnceLock::new();
     *WIDE.get_or_init(|| {
-        std::arch::is_x86_feature_detected!("avx512f")
+        let off = |var: &str| std::env::var_os(var).is_some_and(|v| !v.is_empty() && v != "0");
+        let avx2 = std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("fma")
+            && std::arch::is_x86_feature_detected!("bmi2")
+            && !off("NVDLA_VP_NO_AVX2");
+        let avx512 = avx2
+            && std::arch::is_x86_feature_detected!("avx512f")
             && std::arch::is_x86_feature_detected!("avx512dq")
             && std::arch::is_x86_feature_detected!("avx512bw")
             && std::arch::is_x86_feature_detected!("avx512vl")
-            && std::arch::is_x86_feature_detected!("avx2")
-            && std::env::var_os("NVDLA_VP_NO_AVX512").is_none_or(|v| v.is_empty() || v == "0")
+            && !off("NVDLA_VP_NO_AVX512");
+        if avx512 {
+            Wide::Avx512
+        } else if avx2 {
+            Wide::Avx2
+        } else {
+            Wide::Baseline
+        }
     })
 }
 
-/// Runs `f`, with the loops it inlines compiled for AVX-512 when [`has_wide`] (a closure
-/// called once is inlined into the wrapper, which carries the target features): 64-bit
-/// lanes, maxima and conversions that the x86-64 baseline does element by element.
+/// Runs `f`, with the loops it inlines compiled for the widest [`Wide`] tier the CPU has
+/// (a closure called once is inlined into the wrapper, which carries the target features):
+/// 64-bit lanes, maxima and conversions that the x86-64 baseline does element by element.
+/// Rust never contracts floating-point operations, so FMA being enabled changes no result.
 #[inline(always)]
 pub(crate) fn wide<R>(f: impl FnOnce() -> R) -> R {
     #[cfg(target_arch = "x86_64")]
     {
-        #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2")]
-        fn run<R>(f: impl FnOnce() -> R) -> R {
+        #[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,fma,bmi2")]
+        fn run512<R>(f: impl FnOnce() -> R) -> R {
             f()
         }
-        if has_wide() {
-            // SAFETY: `has_wide()` found the CPU features `run` is compiled for.
+        #[target_feature(enable = "avx2,fma,bmi2")]
+        fn run256<R>(f: impl FnOnce() -> R) -> R {
+            f()
+        }
+        match wide_tier() {
+            // SAFETY: `wide_tier()` found the CPU features `run512` is compiled for.
             #[allow(unsafe_code)]
-            return unsafe { run(f) };
+            Wide::Avx512 => return unsafe { run512(f) },
+            // SAFETY: `wide_tier()` found the CPU features `run256` is compiled for.
+            #[allow(unsafe_code)]
+            Wide::Avx2 => return unsafe { run256(f) },
+            Wide::Baseline => {}
         }
     }
     f()
@@ -236,34 +331,45 @@ impl CubeLayout {
     pub fn read(&self, mem: &Memory) -> Result<Vec<i32>, EngineError> {
         let (w, h, c) = (self.w, self.h, self.c);
         check_cube("DMA", w, h, c)?;
-        let mut out = vec![0i32; w * h * c];
-        let cpa = self.cpa();
-        let bpe = self.prec.bytes() as usize;
-        let mut line = vec![0u8; w * self.atom as usize];
-        for s in 0..self.surfaces() {
-            for y in 0..h {
-                mem.read(self.ram, self.line_addr(s, y), &mut line)?;
-                for x in 0..w {
-                    for k in 0..cpa {
-                        let ch = s * cpa + k;
-                        if ch >= c {
-                            break;
+        // The lines in memory order (one copy each), then their elements sorted into
+        // channel planes a surface at a time, in parallel.
+        let line_len = w * self.atom as usize;
+        let mut raw = zeroed(self.surfaces() * h * line_len);
+        if line_len > 0 {
+            for (i, line) in raw.chunks_exact_mut(line_len).enumerate() {
+                mem.read(self.ram, self.line_addr(i / h, i % h), line)?;
+            }
+        }
+        let mut out = zeroed(w * h * c);
+        let (cpa, atom, prec) = (self.cpa(), self.atom as usize, self.prec);
+        let plane = w * h;
+        par_chunks(&mut out, cpa * plane, |s, chunk| {
+            let surface = &raw[s * h * line_len..][..h * line_len];
+            for (k, dst) in chunk.chunks_exact_mut(plane).enumerate() {
+                for (y, row) in dst.chunks_exact_mut(w).enumerate() {
+                    let line = &surface[y * line_len..][..line_len];
+                    match prec {
+                        Precision::Int8 => {
+                            for (o, a) in row.iter_mut().zip(line[k..].iter().step_by(atom)) {
+                                *o = i32::from(*a as i8);
+                            }
                         }
-                        let o = x * self.atom as usize + k * bpe;
-                        let v = match self.prec {
-                            Precision::Int8 => i32::from(line[o] as i8),
-                            Precision::Int16 => {
-                                i32::from(i16::from_le_bytes([line[o], line[o + 1]]))
+                        Precision::Int16 | Precision::Fp16 => {
+                            let signed = prec == Precision::Int16;
+                            for (x, o) in row.iter_mut().enumerate() {
+                                let b = x * atom + 2 * k;
+                                let v = u16::from_le_bytes([line[b], line[b + 1]]);
+                                *o = if signed {
+                                    i32::from(v as i16)
+                                } else {
+                                    i32::from(v)
+                                };
                             }
-                            Precision::Fp16 => {
-                                i32::from(u16::from_le_bytes([line[o], line[o + 1]]))
-                            }
-                        };
-                        out[(ch * h + y) * w + x] = v;
+                        }
                     }
                 }
             }
-        }
+        });
         Ok(out)
     }
 
@@ -317,32 +423,37 @@ impl CubeLayout {
 
     /// Writes a cube given in the order of [`CubeLayout::read`]. Values are stored as
     /// their low 8 or 16 bits; channels past `c` in the last surface are written as zero
-    /// (the write DMA always writes whole atoms).
+    /// (the write DMA always writes whole atoms), as are elements `data` lacks.
     pub fn write(&self, mem: &mut Memory, data: &[i32]) -> Result<(), EngineError> {
         let (w, h, c) = (self.w, self.h, self.c);
         check_cube("DMA", w, h, c)?;
-        let cpa = self.cpa();
-        let bpe = self.prec.bytes() as usize;
-        let mut line = vec![0u8; w * self.atom as usize];
-        for s in 0..self.surfaces() {
-            for y in 0..h {
-                line.fill(0);
-                for x in 0..w {
-                    for k in 0..cpa {
-                        let ch = s * cpa + k;
-                        if ch >= c {
-                            break;
+        // The lines built a surface at a time in parallel, then written in memory order.
+        let line_len = w * self.atom as usize;
+        let mut raw = zeroed(self.surfaces() * h * line_len);
+        let (cpa, atom, bpe) = (self.cpa(), self.atom as usize, self.prec.bytes() as usize);
+        let plane = w * h;
+        par_chunks(&mut raw, h * line_len, |s, surface| {
+            for k in 0..cpa.min(c.saturating_sub(s * cpa)) {
+                let src = data.get((s * cpa + k) * plane..).unwrap_or(&[]);
+                for (y, line) in surface.chunks_exact_mut(line_len).enumerate() {
+                    let row = src.get(y * w..).unwrap_or(&[]);
+                    let row = &row[..row.len().min(w)];
+                    if bpe == 1 {
+                        for (o, &v) in line[k..].iter_mut().step_by(atom).zip(row) {
+                            *o = v as u8;
                         }
-                        let v = data.get((ch * h + y) * w + x).copied().unwrap_or(0);
-                        let o = x * self.atom as usize + k * bpe;
-                        if bpe == 1 {
-                            line[o] = v as u8;
-                        } else {
-                            line[o..o + 2].copy_from_slice(&(v as u16).to_le_bytes());
+                    } else {
+                        for (x, &v) in row.iter().enumerate() {
+                            let b = x * atom + 2 * k;
+                            line[b..b + 2].copy_from_slice(&(v as u16).to_le_bytes());
                         }
                     }
                 }
-                mem.write(self.ram, self.line_addr(s, y), &line)?;
+            }
+        });
+        if line_len > 0 {
+            for (i, line) in raw.chunks_exact(line_len).enumerate() {
+                mem.write(self.ram, self.line_addr(i / h, i % h), line)?;
             }
         }
         Ok(())

@@ -1174,26 +1174,34 @@ fn load_operands(
         }
     };
     if per_element {
-        let mut buf = vec![0u8; w * epa * bpe];
-        for s in 0..c.div_ceil(epa) {
-            for y in 0..h {
+        // The lines in memory order, then each component's channel planes a surface at
+        // a time, in parallel (as [`CubeLayout::read`]).
+        let line_len = w * epa * bpe;
+        let surfaces = c.div_ceil(epa);
+        let mut raw = super::zeroed(surfaces * h * line_len);
+        if line_len > 0 {
+            for (i, buf) in raw.chunks_exact_mut(line_len).enumerate() {
+                let (s, y) = (i / h, i % h);
                 let a = base
                     .wrapping_add((s as u64).wrapping_mul(surf))
                     .wrapping_add((y as u64).wrapping_mul(line));
-                mem.read(ram, a, &mut buf)?;
-                for x in 0..w {
-                    for k in 0..epa {
-                        let ch = s * epa + k;
-                        if ch >= c {
-                            break;
-                        }
-                        for (comp, v) in vals.iter_mut().enumerate() {
-                            let o = (x * epa + k) * bpe + comp * bpc;
-                            v[(ch * h + y) * w + x] = decode(&buf[o..o + bpc]);
+                mem.read(ram, a, buf)?;
+            }
+        }
+        let plane = w * h;
+        for (comp, v) in vals.iter_mut().enumerate() {
+            super::par_chunks(v, epa * plane, |s, chunk| {
+                let surface = &raw[s * h * line_len..][..h * line_len];
+                for (k, dst) in chunk.chunks_mut(plane).enumerate() {
+                    for (y, row) in dst.chunks_mut(w).enumerate() {
+                        let buf = &surface[y * line_len..][..line_len];
+                        for (x, o) in row.iter_mut().enumerate() {
+                            let b = (x * epa + k) * bpe + comp * bpc;
+                            *o = decode(&buf[b..b + bpc]);
                         }
                     }
                 }
-            }
+            });
         }
     } else {
         let buf = mem.read_vec(ram, base, c * bpe)?;
@@ -1219,10 +1227,6 @@ fn load_operands(
         mul,
     })
 }
-
-/// Cubes of at least this many elements are processed on several cores (one channel
-/// per task; each element is computed whole by one task).
-const PARALLEL_ELEMENTS: usize = 1 << 15;
 
 /// Runs one layer of the consumer group. Returns the output cube when it goes to PDP.
 pub fn run(
@@ -1521,11 +1525,15 @@ pub fn run(
             out_cvt_int(out_prec, &v, o, cvt_offset, cvt_scale, cvt_shift);
         }
     };
-    if plane * c >= PARALLEL_ELEMENTS {
-        use rayon::prelude::*;
-        out.par_chunks_mut(plane).enumerate().for_each(surface);
-    } else {
-        out.chunks_mut(plane).enumerate().for_each(surface);
+    if plane > 0 {
+        // Tasks of whole channels, at least a few thousand elements each (small planes,
+        // such as 7x7, would otherwise make one task of 49 elements per channel).
+        let per_task = 4096usize.div_ceil(plane).max(1);
+        super::par_chunks(&mut out, per_task * plane, |t, part| {
+            for (i, o) in part.chunks_mut(plane).enumerate() {
+                surface((t * per_task + i, o));
+            }
+        });
     }
 
     if eql {

@@ -12,7 +12,9 @@
 //! `PAD_LEFT`/`PAD_RIGHT` pixels of `PAD_VALUE` (`ImageConvDataResponseSequencerCommon`).
 
 use super::Layer;
-use crate::engines::{check_cube, CubeLayout, EngineError, Precision};
+use crate::engines::{
+    check_cube, par_chunks, zeroed, CubeLayout, EngineError, Precision, PARALLEL_ELEMENTS,
+};
 use crate::fp::int_to_f16;
 use crate::mem::{Memory, RamType};
 
@@ -100,7 +102,7 @@ pub fn fetch_feature(l: &Layer, mem: &Memory) -> Result<InputCube, EngineError> 
     let prec = l.prec;
     let atom = u64::from(l.atom);
     let one_by_one = l.line_packed && l.surf_packed && w == 1 && h == 1;
-    let mut data = Vec::with_capacity(w * h * c * batches);
+    let mut data = Vec::with_capacity(if batches == 1 { 0 } else { w * h * c * batches });
     for b in 0..batches {
         let layout = CubeLayout {
             ram: l.dain_ram,
@@ -119,18 +121,26 @@ pub fn fetch_feature(l: &Layer, mem: &Memory) -> Result<InputCube, EngineError> 
         let mut raw = layout.read(mem)?;
         if prec == Precision::Fp16 {
             if l.nan_to_zero {
-                for v in &mut raw {
-                    if crate::engines::conv::arith::f16_is_nan(*v as u16) {
-                        *v = 0;
+                par_chunks(&mut raw, PARALLEL_ELEMENTS, |_, part| {
+                    for v in part {
+                        if crate::engines::conv::arith::f16_is_nan(*v as u16) {
+                            *v = 0;
+                        }
                     }
-                }
+                });
             }
         } else if l.cvt.enabled {
-            for v in &mut raw {
-                *v = l.cvt.convert(i64::from(*v), l.cvt.offset, prec);
-            }
+            par_chunks(&mut raw, PARALLEL_ELEMENTS, |_, part| {
+                for v in part {
+                    *v = l.cvt.convert(i64::from(*v), l.cvt.offset, prec);
+                }
+            });
         }
-        data.extend_from_slice(&raw);
+        if batches == 1 {
+            data = raw;
+        } else {
+            data.extend_from_slice(&raw);
+        }
     }
     Ok(InputCube {
         w,
@@ -564,25 +574,38 @@ pub fn fetch_weights(l: &Layer, g: &WeightGeom, mem: &Memory) -> Result<Weights,
 /// channels of the block) so that it reads each byte once, in sequence.
 fn decode_weights_in_order(prec: Precision, g: &WeightGeom, raw: &[u8]) -> Weights {
     let taps = g.r * g.s;
-    let mut data = vec![0i32; g.k * g.c * taps];
-    let element = |o: usize| weight_element(prec, g.bpe, raw, o);
-    for g0 in (0..g.k).step_by(g.group.max(1)) {
-        let kpg = g.group.min(g.k - g0);
+    let mut data = zeroed(g.k * g.c * taps);
+    let group = g.group.max(1);
+    // Kernel groups in parallel: group `i` holds kernels `i * group ..`, whose elements
+    // are one run of `data`.
+    par_chunks(&mut data, group * g.c * taps, |i, kernels| {
+        let g0 = i * group;
+        let kpg = group.min(g.k - g0);
         let base = g0 * g.bytes_per_kernel();
         for c0 in (0..g.c).step_by(g.block.max(1)) {
             let blk = g.block.min(g.c - c0);
             let mut o = base + c0 * g.bpe * taps * kpg;
             for t in 0..taps {
-                for k in g0..g0 + kpg {
-                    let dst = &mut data[(k * g.c + c0) * taps + t..];
-                    for cc in 0..blk {
-                        dst[cc * taps] = element(o);
-                        o += g.bpe;
+                for k in 0..kpg {
+                    let dst = kernels[(k * g.c + c0) * taps + t..]
+                        .iter_mut()
+                        .step_by(taps);
+                    let src = &raw[o..o + blk * g.bpe];
+                    // One loop per element type, without a branch per element.
+                    match (g.bpe, prec) {
+                        (1, _) => dst.zip(src).for_each(|(d, &b)| *d = i32::from(b as i8)),
+                        (_, Precision::Fp16) => dst
+                            .zip(src.chunks_exact(g.bpe))
+                            .for_each(|(d, b)| *d = i32::from(u16::from_le_bytes([b[0], b[1]]))),
+                        _ => dst
+                            .zip(src.chunks_exact(g.bpe))
+                            .for_each(|(d, b)| *d = i32::from(i16::from_le_bytes([b[0], b[1]]))),
                     }
+                    o += blk * g.bpe;
                 }
             }
         }
-    }
+    });
     Weights {
         k: g.k,
         c: g.c,

@@ -146,22 +146,31 @@ pub fn conv(
         }
         return conv_fp16(g, input, w, MAX_PLANE_LANES, CHUNK_BLOCKS);
     }
-    let acc = conv_int(g, input, w)?;
-    let mut saturated = 0;
-    let data = acc
-        .into_iter()
-        .map(|a| {
-            let (v, s) = cacc_int_out(a, truncate);
-            saturated += u32::from(s);
-            v
-        })
-        .collect();
+    let mut data = conv_int(g, input, w)?;
+    let counts =
+        crate::engines::par_chunks(&mut data, crate::engines::PARALLEL_ELEMENTS, |_, part| {
+            let mut saturated = 0u32;
+            for a in part {
+                let (v, s) = cacc_int_out(*a, truncate);
+                saturated += u32::from(s);
+                *a = v;
+            }
+            saturated
+        });
+    let saturated = counts.into_iter().fold(0u32, u32::saturating_add);
     Ok(AccOut { data, saturated })
 }
 
 /// `max|data|` (with the padding value) and `max|weight|` of a layer.
 fn int_magnitudes(g: &Geom, input: &InputCube, w: &Weights) -> (u32, u32) {
-    let max_abs = |v: &[i32]| v.iter().fold(0u32, |m, x| m.max(x.unsigned_abs()));
+    let max_abs = |v: &[i32]| {
+        crate::engines::par_read_chunks(v, crate::engines::PARALLEL_ELEMENTS, |_, part| {
+            part.iter().fold(0u32, |m, x| m.max(x.unsigned_abs()))
+        })
+        .into_iter()
+        .max()
+        .unwrap_or(0)
+    };
     (
         max_abs(&input.data).max(g.pad.unsigned_abs()),
         max_abs(&w.data),
@@ -176,7 +185,7 @@ fn int_bound(g: &Geom, max_data: u32, max_weight: u32) -> u128 {
 /// CACC's integer sums before truncation: on the host's SIMD kernels where every
 /// partial sum fits in 32 bits ([`super::int_simd`]), else [`conv_int_portable`].
 fn conv_int(g: &Geom, input: &InputCube, w: &Weights) -> Result<Vec<i64>, EngineError> {
-    let (md, mw) = crate::engines::wide(|| int_magnitudes(g, input, w));
+    let (md, mw) = int_magnitudes(g, input, w);
     if int_bound(g, md, mw) < (1 << 31) && super::int_simd::applies(g, md, mw) {
         if let Some(v) = super::int_simd::conv(g, input, w) {
             return Ok(v);

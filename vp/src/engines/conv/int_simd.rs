@@ -26,7 +26,7 @@
 
 use super::cdma::{InputCube, Weights};
 use super::compute::Geom;
-use crate::engines::par_ranges;
+use crate::engines::{par_chunks, par_ranges, zeroed};
 
 /// Integer convolution kernels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -178,17 +178,19 @@ fn pair(lo: i32, hi: i32) -> i32 {
 fn planes(g: &Geom, p: &Plan, input: &InputCube, b: usize) -> Vec<i32> {
     let hq = p.plane_len / p.wq;
     let pad = pair(g.pad, g.pad);
-    let mut v = vec![0i32; p.len];
+    let mut v = zeroed(p.len);
     let channel = |c: usize| -> Option<&[i32]> {
         (c < g.in_c).then(|| &input.data[(b * g.in_c + c) * g.in_h * g.in_w..][..g.in_h * g.in_w])
     };
-    for c in 0..p.cp {
+    // Channel pairs in parallel: pair `c` owns its phase planes, one run of `v`.
+    let pair_len = p.phases * p.plane_len;
+    par_chunks(&mut v[..p.cp * pair_len], pair_len, |c, v| {
         let (lo, hi) = (channel(2 * c), channel(2 * c + 1));
         // A missing odd channel pairs with 0 (its weights are 0 too).
         let pad = if hi.is_some() { pad } else { pair(g.pad, 0) };
         for phy in 0..g.sy {
             for phx in 0..g.sx {
-                let base = (c * p.phases + phy * g.sx + phx) * p.plane_len;
+                let base = (phy * g.sx + phx) * p.plane_len;
                 // Plane columns `xq` whose input column `xq * sx + phx - pl` exists.
                 let first = g.pl.saturating_sub(phx).div_ceil(g.sx).min(p.wq);
                 let end = (g.in_w + g.pl)
@@ -224,7 +226,7 @@ fn planes(g: &Geom, p: &Plan, input: &InputCube, b: usize) -> Vec<i32> {
                 }
             }
         }
-    }
+    });
     v
 }
 
@@ -235,18 +237,23 @@ fn packed_weights(g: &Geom, p: &Plan, w: &Weights) -> Vec<i32> {
     let blocks = g.k.div_ceil(MR);
     let nsteps = p.steps.len();
     let taps = g.r * g.s;
-    let mut v = vec![0i32; blocks * nsteps * MR];
-    for (k, kernel) in w.data.chunks_exact(g.in_c * taps).take(g.k).enumerate() {
-        let dst = &mut v[(k / MR) * nsteps * MR + k % MR..];
-        for c in 0..p.cp {
-            let lo = &kernel[2 * c * taps..][..taps];
-            let hi = kernel.get((2 * c + 1) * taps..(2 * c + 2) * taps);
-            let d = &mut dst[c * taps * MR..];
-            for t in 0..taps {
-                d[t * MR] = pair(lo[t], hi.map_or(0, |h| h[t]));
+    let mut v = zeroed(blocks * nsteps * MR);
+    let kernel_len = g.in_c * taps;
+    // Blocks in parallel: block `kb` holds kernels `kb * MR ..`.
+    par_chunks(&mut v, nsteps * MR, |kb, block| {
+        let kernels: Vec<&[i32]> = w.data[kb * MR * kernel_len..]
+            .chunks_exact(kernel_len)
+            .take(MR.min(g.k - kb * MR))
+            .collect();
+        // Step by step, so that the block is written in order.
+        for (st, d) in block.chunks_exact_mut(MR).enumerate() {
+            let (c, t) = (st / taps, st % taps);
+            let (lo, hi) = (2 * c * taps + t, (2 * c + 1) * taps + t);
+            for (o, kernel) in d.iter_mut().zip(&kernels) {
+                *o = pair(kernel[lo], kernel.get(hi).copied().unwrap_or(0));
             }
         }
-    }
+    });
     v
 }
 
@@ -271,7 +278,7 @@ pub(super) fn conv(g: &Geom, input: &InputCube, w: &Weights) -> Option<Vec<i64>>
     let blocks = g.k.div_ceil(MR);
     let nsteps = p.steps.len();
     let (ow, oh) = (g.out_w, g.out_h);
-    let mut out = vec![0i64; input.batches * g.k * oh * ow];
+    let mut out = zeroed(input.batches * g.k * oh * ow);
     let macs = (g.k * oh * ow * g.in_c * g.r * g.s) as u64;
     for b in 0..input.batches {
         let planes = wide(|| planes(g, &p, input, b));
@@ -281,10 +288,12 @@ pub(super) fn conv(g: &Geom, input: &InputCube, w: &Weights) -> Option<Vec<i64>>
             let n = range.len() * TILE;
             let mut part = vec![0i32; blocks * MR * n];
             let mut tile = [[0i32; TILE]; MR];
-            for kb in 0..blocks {
-                let wb = &wk[kb * nsteps * MR..][..nsteps * MR];
-                for t in range.clone() {
-                    let i0 = t * TILE;
+            // Tiles outer: a tile's operands stay in the L1 cache for every kernel block,
+            // while the weights stream in order.
+            for t in range.clone() {
+                let i0 = t * TILE;
+                for kb in 0..blocks {
+                    let wb = &wk[kb * nsteps * MR..][..nsteps * MR];
                     run_tile(kernel, &planes, &p.steps, p.max_step, i0, wb, &mut tile);
                     for (m, row) in tile.iter().enumerate() {
                         let o = (kb * MR + m) * n + (t - range.start) * TILE;
@@ -299,22 +308,20 @@ pub(super) fn conv(g: &Geom, input: &InputCube, w: &Weights) -> Option<Vec<i64>>
         } else {
             vec![run(0..tiles)]
         };
-        // Scatter the virtual positions' sums to the outputs, row by row.
-        wide(|| {
+        // Scatter the virtual positions' sums to the outputs, row by row, kernels in
+        // parallel.
+        let batch = &mut out[b * g.k * oh * ow..][..g.k * oh * ow];
+        par_chunks(batch, oh * ow, |k, dst| {
             for (first, part) in &parts {
                 let n = part.len() / (blocks * MR);
                 let (first, end) = (*first, first + n);
-                for k in 0..g.k {
-                    let src = &part[k * n..][..n];
-                    let dst = &mut out[((b * g.k + k) * oh) * ow..][..oh * ow];
-                    for (oy, d) in dst.chunks_exact_mut(ow).enumerate() {
-                        let row = oy * p.wq;
-                        let (lo, hi) = (row.max(first), (row + ow).min(end));
-                        if lo < hi {
-                            for (o, &v) in d[lo - row..hi - row].iter_mut().zip(&src[lo - first..])
-                            {
-                                *o = i64::from(v);
-                            }
+                let src = &part[k * n..][..n];
+                for (oy, d) in dst.chunks_exact_mut(ow).enumerate() {
+                    let row = oy * p.wq;
+                    let (lo, hi) = (row.max(first), (row + ow).min(end));
+                    if lo < hi {
+                        for (o, &v) in d[lo - row..hi - row].iter_mut().zip(&src[lo - first..]) {
+                            *o = i64::from(v);
                         }
                     }
                 }
@@ -390,7 +397,6 @@ mod x86 {
     };
 
     const V512: usize = TILE / 16;
-    const V256: usize = TILE / 8;
 
     /// # Safety
     /// The CPU has AVX-512F, BW and VNNI; `planes[step + j]` is readable for every step
@@ -427,6 +433,11 @@ mod x86 {
         }
     }
 
+    /// Positions per AVX2 accumulator block: two registers of eight.
+    const AVX2_POS: usize = 16;
+    /// Kernels per AVX2 accumulator block (4 x 2 = 8 of the 16 registers accumulate).
+    const AVX2_KER: usize = 4;
+
     /// # Safety
     /// As [`tile_avx512`], with AVX2.
     #[target_feature(enable = "avx2")]
@@ -436,28 +447,40 @@ mod x86 {
         w: &[i32],
         out: &mut [[i32; TILE]; MR],
     ) {
-        // Eight kernels by 48 positions do not fit sixteen registers: two passes of
-        // four kernels by six registers each (24 accumulators would spill).
-        for half in 0..2 {
-            let mut acc = [[_mm256_setzero_si256(); V256]; MR / 2];
-            for (st, &off) in steps.iter().enumerate() {
-                // SAFETY: in bounds by the function's contract.
-                let p = unsafe { planes.add(off as usize) };
-                let ws = &w[st * MR + half * (MR / 2)..][..MR / 2];
-                for v in 0..V256 {
-                    // SAFETY: as above.
-                    let bv = unsafe { _mm256_loadu_si256(p.add(8 * v).cast::<__m256i>()) };
+        // Sixteen registers: blocks of four kernels by 16 positions keep their eight
+        // accumulators, two data loads, a broadcast weight and the products in registers
+        // (four by 24 spill one accumulator per step; eight by 48 would spill them all).
+        for kh in 0..MR / AVX2_KER {
+            for ph in 0..TILE / AVX2_POS {
+                let mut acc = [[_mm256_setzero_si256(); AVX2_POS / 8]; AVX2_KER];
+                for (st, &off) in steps.iter().enumerate() {
+                    // SAFETY: in bounds by the function's contract.
+                    let p = unsafe { planes.add(off as usize + ph * AVX2_POS) };
+                    let mut b = [_mm256_setzero_si256(); AVX2_POS / 8];
+                    for (v, r) in b.iter_mut().enumerate() {
+                        // SAFETY: as above.
+                        *r = unsafe { _mm256_loadu_si256(p.add(8 * v).cast::<__m256i>()) };
+                    }
+                    let ws = &w[st * MR + kh * AVX2_KER..][..AVX2_KER];
                     for (a, &wv) in acc.iter_mut().zip(ws) {
-                        a[v] = _mm256_add_epi32(a[v], _mm256_madd_epi16(_mm256_set1_epi32(wv), bv));
+                        let wv = _mm256_set1_epi32(wv);
+                        for (x, &bv) in a.iter_mut().zip(&b) {
+                            *x = _mm256_add_epi32(*x, _mm256_madd_epi16(wv, bv));
+                        }
                     }
                 }
-            }
-            for (row, a) in out[half * (MR / 2)..].iter_mut().zip(&acc) {
-                for (v, &x) in a.iter().enumerate() {
-                    // SAFETY: `row` has TILE = 8 · V256 words.
-                    unsafe {
-                        _mm256_storeu_si256(row.as_mut_ptr().add(8 * v).cast::<__m256i>(), x)
-                    };
+                for (row, a) in out[kh * AVX2_KER..].iter_mut().zip(&acc) {
+                    for (v, &x) in a.iter().enumerate() {
+                        // SAFETY: `row` has TILE words, `ph * AVX2_POS + 8 * v + 8 <= TILE`.
+                        unsafe {
+                            _mm256_storeu_si256(
+                                row.as_mut_ptr()
+                                    .add(ph * AVX2_POS + 8 * v)
+                                    .cast::<__m256i>(),
+                                x,
+                            )
+                        };
+                    }
                 }
             }
         }
