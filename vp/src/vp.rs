@@ -557,6 +557,19 @@ impl Vp {
         if self.hung {
             return;
         }
+        // The engines run on a thread of rayon's pool, not on the caller's: their serial
+        // parts then share the cores with the one other worker instead of with every
+        // worker spinning for work (a third runnable thread on a 2-core machine). Results
+        // do not depend on the thread that computes them.
+        if rayon::current_thread_index().is_none() && rayon::current_num_threads() > 1 {
+            rayon::scope(|_| self.run_ready());
+        } else {
+            self.run_ready();
+        }
+    }
+
+    /// [`Vp::kick`]'s work: every layer that can run, until none can.
+    fn run_ready(&mut self) {
         loop {
             let mut progressed = false;
             if self.enabled(Block::Sdp) && self.observed_consumer(Block::Sdp, Self::try_sdp) {

@@ -492,12 +492,47 @@ fn x_stage(x: &XCfg, ops: &Operands, ch: usize, base: usize, fp: Option<bool>, v
             *e = x.apply_fp(*e, alu(base + i), mul(base + i), nan);
         }
     } else {
-        // Per-element operands: gathered for the channel (the ALU's shifted), then one
-        // loop whose configuration is fixed.
+        // Per-element operands: the channel's run of the operand cube where it has one
+        // (the ALU's unshifted: memory operands are at most 16 bits, so that shifting by
+        // 0 leaves them as they are), else gathered (the ALU's shifted); registers stay
+        // one value. Then one loop whose configuration is fixed.
         let n = v.len();
-        let a: Vec<i64> = (0..n).map(|i| x.alu_operand(alu(base + i))).collect();
-        let m: Vec<i64> = (0..n).map(|i| mul(base + i)).collect();
-        x.apply_all(v, &a[..], &m[..]);
+        fn span(o: &Option<Vec<i64>>, base: usize, n: usize) -> Option<&[i64]> {
+            o.as_deref().and_then(|s| s.get(base..base + n))
+        }
+        let gathered_a: Vec<i64>;
+        let a: Result<i64, &[i64]> = if x.alu_bypass || !x.alu_src_mem {
+            Ok(x.alu_operand(x.alu_op))
+        } else if let (0, Some(s)) = (x.alu_shift, span(&ops.alu, base, n)) {
+            Err(s)
+        } else if let (0..48, Some(s)) = (x.alu_shift, span(&ops.alu, base, n)) {
+            // Below 2^15 shifted by less than 48 bits fits in 64: `alu_operand` without
+            // its 128-bit shift.
+            let (lo, hi) = (i64::from(i32::MIN), i64::from(i32::MAX));
+            gathered_a = s
+                .iter()
+                .map(|&o| (o << x.alu_shift).clamp(lo, hi))
+                .collect();
+            Err(&gathered_a)
+        } else {
+            gathered_a = (0..n).map(|i| x.alu_operand(alu(base + i))).collect();
+            Err(&gathered_a)
+        };
+        let gathered_m: Vec<i64>;
+        let m: Result<i64, &[i64]> = if !x.mul_src_mem {
+            Ok(x.mul_op)
+        } else if let Some(s) = span(&ops.mul, base, n) {
+            Err(s)
+        } else {
+            gathered_m = (0..n).map(|i| mul(base + i)).collect();
+            Err(&gathered_m)
+        };
+        match (a, m) {
+            (Ok(a), Ok(m)) => x.apply_all(v, a, m),
+            (Ok(a), Err(m)) => x.apply_all(v, a, m),
+            (Err(a), Ok(m)) => x.apply_all(v, a, m),
+            (Err(a), Err(m)) => x.apply_all(v, a, m),
+        }
     }
 }
 
