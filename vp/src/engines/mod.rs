@@ -156,6 +156,12 @@ pub(crate) fn zeroed<T: Copy + Default + Send + Sync>(n: usize) -> Vec<T> {
     v
 }
 
+/// Whether [`par_chunks`] and [`par_read_chunks`] hand `len` elements in pieces of `chunk`
+/// to rayon's pool: enough of them, more than one piece, and more than one thread.
+fn on_pool(len: usize, chunk: usize) -> bool {
+    len >= PARALLEL_ELEMENTS && len > chunk && rayon::current_num_threads() > 1
+}
+
 /// Runs `f(i, chunk)` on the `i`-th `chunk`-long piece of `data` (the last may be
 /// shorter), on rayon's pool when `data` has at least [`PARALLEL_ELEMENTS`] elements, each
 /// piece's loops compiled by [`wide`]; the results come back in order. Every element is
@@ -167,7 +173,7 @@ pub(crate) fn par_chunks<T: Send, R: Send>(
 ) -> Vec<R> {
     use rayon::prelude::*;
     let chunk = chunk.max(1);
-    if data.len() < PARALLEL_ELEMENTS || data.len() <= chunk || rayon::current_num_threads() == 1 {
+    if !on_pool(data.len(), chunk) {
         data.chunks_mut(chunk)
             .enumerate()
             .map(|(i, c)| wide(|| f(i, c)))
@@ -188,7 +194,7 @@ pub(crate) fn par_read_chunks<T: Sync, R: Send>(
 ) -> Vec<R> {
     use rayon::prelude::*;
     let chunk = chunk.max(1);
-    if data.len() < PARALLEL_ELEMENTS || data.len() <= chunk || rayon::current_num_threads() == 1 {
+    if !on_pool(data.len(), chunk) {
         data.chunks(chunk)
             .enumerate()
             .map(|(i, c)| wide(|| f(i, c)))
