@@ -900,6 +900,9 @@ mod arith_avx512;
 #[path = "arith_rows.rs"]
 mod arith_rows;
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+#[path = "arith_rows_avx2.rs"]
+mod arith_rows_avx2;
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 pub use arith_rows::{DataLanes, WeightRows, WIDTH as ROW_WIDTH};
 
 /// The weight rows need AVX-512: elsewhere they are never built.
@@ -1754,7 +1757,7 @@ mod tests {
         // over kernel chunks starting at any row and deferred lanes of many blocks
         // resolved together.
         if !WeightRows::available() {
-            eprintln!("no AVX-512: the weight rows are not used on this CPU");
+            eprintln!("no AVX-512 or AVX2: the weight rows are not used on this CPU");
             return;
         }
         let mut r = Rng(0x2075);
@@ -1775,7 +1778,7 @@ mod tests {
             let rows = WeightRows::build(kernels, ops, lanes, |k, op, b| {
                 b.copy_from_slice(&wh[k * ops + op])
             })
-            .expect("AVX-512");
+            .expect("available");
             let dh: Vec<Vec<u16>> = (0..ops)
                 .map(|_| {
                     (0..lanes)
@@ -1823,7 +1826,7 @@ mod tests {
         for (d, w) in [(0x7bff, 0x7bff), (0x7bff, 0xfbff), (0xfbff, 0xfbff)] {
             let (dh, wh) = (vec![d; 64], vec![w; 64]);
             let rows =
-                WeightRows::build(1, 1, 64, |_, _, b| b.copy_from_slice(&wh)).expect("AVX-512");
+                WeightRows::build(1, 1, 64, |_, _, b| b.copy_from_slice(&wh)).expect("available");
             let (mut exps, mut sums) = ([0u8; ROW_WIDTH], [0i64; ROW_WIDTH]);
             let mut deferred = Deferred::default();
             let mut dl = DataLanes::default();
@@ -1975,7 +1978,7 @@ mod tests {
                         let d: [i16; 32] = std::array::from_fn(|j| (d0 + j as i32) as i16);
                         let c = arith_avx2::booth_carries(&d, &[wv; 32], &[s; 32]);
                         // The weight rows' form in registers, where the CPU has it.
-                        let r = WeightRows::available().then(|| {
+                        let r = arith_avx512::available().then(|| {
                             // SAFETY: `available()` found AVX-512 F and BW.
                             #[allow(unsafe_code)]
                             unsafe {

@@ -26,7 +26,8 @@
 //!
 //! The block results are those of `Blocks::mac_deferred` bit for bit (test
 //! `rows_match_the_block_kernel`). Used on CPUs with AVX-512 F and BW and POPCNT
-//! ([`WeightRows::available`]); `conv/compute_rows.rs` drives it.
+//! ([`WeightRows::available`]), and with AVX2 and POPCNT as two registers of eight
+//! kernels (`arith_rows_avx2`); `conv/compute_rows.rs` drives it.
 
 use super::{Deferred, Fp48};
 use core::arch::x86_64::{
@@ -57,15 +58,15 @@ pub const WIDTH: usize = 16;
 const INACTIVE4: i32 = -(1 << 20);
 
 /// Shifts at or above this belong to inactive lanes.
-const INACTIVE_SHIFT: i32 = 1 << 19;
+pub(super) const INACTIVE_SHIFT: i32 = 1 << 19;
 
 /// One active lane of a data block: its index, four times its coarse exponent and its
 /// signed mantissa (the low 16 bits of `val`, the high 16 bits zero).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct DataLane {
-    lane: u32,
-    coarse4: i32,
-    val: i32,
+    pub(super) lane: u32,
+    pub(super) coarse4: i32,
+    pub(super) val: i32,
 }
 
 /// The active lanes of blocks of fp16 operands, block after block.
@@ -135,7 +136,7 @@ fn decode(h: u16) -> Option<(i32, i32)> {
 /// One row of [`WIDTH`] kernels' values, aligned for the kernel's loads.
 #[derive(Debug, Clone, Copy)]
 #[repr(C, align(64))]
-struct Row([i32; WIDTH]);
+pub(super) struct Row(pub(super) [i32; WIDTH]);
 
 /// The weight blocks of a layer as rows of [`WIDTH`] kernels: for each group of kernels,
 /// operation and lane, four times the coarse exponents ([`INACTIVE4`] for a zero weight)
@@ -149,6 +150,8 @@ pub struct WeightRows {
     /// Per (group, operation, lane): the coarse row, then the mantissa row (side by
     /// side, so that the first pass brings both into the cache).
     rows: Vec<[Row; 2]>,
+    /// Whether the AVX-512 kernels run ([`WeightRows::wide`]).
+    wide: bool,
 }
 
 impl WeightRows {
@@ -156,12 +159,20 @@ impl WeightRows {
     /// them in 24 bits beside an 8-bit shift).
     pub const MAX_OWNERS: usize = 1 << 23;
 
-    /// Whether this CPU computes weight rows (AVX-512 F and BW).
+    /// Whether this CPU computes weight rows (AVX-512 F and BW, or AVX2; POPCNT).
     pub fn available() -> bool {
-        super::arith_avx512::available() && std::arch::is_x86_feature_detected!("popcnt")
+        (Self::wide() || super::arith_avx2::available())
+            && std::arch::is_x86_feature_detected!("popcnt")
     }
 
-    /// The rows of a layer's weights, on CPUs with AVX-512 F and BW (`None` elsewhere):
+    /// Whether the AVX-512 kernels run (sixteen kernels to a register), else the AVX2
+    /// ones (`arith_rows_avx2`, two registers of eight).
+    fn wide() -> bool {
+        super::arith_avx512::available()
+    }
+
+    /// The rows of a layer's weights, on CPUs with AVX-512 F and BW or AVX2 (`None`
+    /// elsewhere):
     /// `fill(k, op, block)` writes kernel `k`'s fp16 bit patterns for operation `op`
     /// (lane `i` at `block[i]`; `block` comes zeroed, with `lanes` lanes). Built on all
     /// cores, a group of kernels each.
@@ -202,6 +213,7 @@ impl WeightRows {
             lanes,
             kernels: kernels.next_multiple_of(WIDTH),
             rows,
+            wide: Self::wide(),
         })
     }
 
@@ -218,10 +230,15 @@ impl WeightRows {
     ) -> [Option<Fp48>; WIDTH] {
         let end = (ops.max(1) - 1) * stride + WIDTH;
         assert!(stride >= WIDTH && ops > 0 && exps.len() >= end && sums.len() >= end);
-        // SAFETY: `self` exists only where `available()` found AVX-512 F.
+        // SAFETY: `self` exists only where `available()` found AVX-512 F (`wide`) or
+        // AVX2.
         #[allow(unsafe_code)]
         unsafe {
-            sum_exact16(exps, sums, ops, stride)
+            if self.wide {
+                sum_exact16(exps, sums, ops, stride)
+            } else {
+                super::arith_rows_avx2::sum_exact(exps, sums, ops, stride)
+            }
         }
     }
 
@@ -249,17 +266,16 @@ impl WeightRows {
             let at = slot + k0 - ks.start;
             let pending = &mut deferred.rows;
             pending.reserve(d.len() * WIDTH + WIDTH);
-            // SAFETY: `WeightRows` exists only where `available()` found AVX-512 F and BW
-            // and POPCNT (`WeightRows::build`).
+            let (rows, out) = (&self.rows[rows], (&mut exps[at..], &mut sums[at..]));
+            // SAFETY: `WeightRows` exists only where `available()` found POPCNT and
+            // AVX-512 F and BW (`wide`) or AVX2 (`WeightRows::build`).
             #[allow(unsafe_code)]
             unsafe {
-                mac_group(
-                    &self.rows[rows],
-                    d,
-                    at,
-                    (&mut exps[at..], &mut sums[at..]),
-                    pending,
-                )
+                if self.wide {
+                    mac_group(rows, d, at, out, pending)
+                } else {
+                    super::arith_rows_avx2::mac_group(rows, d, at, out, pending)
+                }
             };
         }
     }
@@ -282,9 +298,9 @@ fn load(r: &Row) -> __m512i {
 /// longer than `n` so that the kernel stores whole registers.
 #[derive(Debug, Clone, Default)]
 pub struct Pending {
-    n: usize,
-    operands: Vec<i32>,
-    keys: Vec<i32>,
+    pub(super) n: usize,
+    pub(super) operands: Vec<i32>,
+    pub(super) keys: Vec<i32>,
 }
 
 impl Pending {
@@ -307,11 +323,16 @@ impl Pending {
         if self.n == 0 {
             return;
         }
-        // SAFETY: `Pending` is filled only by `mac_group`, which runs only where
-        // `arith_avx512::available()` found AVX-512 F and BW (`WeightRows::build`).
+        // SAFETY: `Pending` is filled only by the kernels of `WeightRows::mac`, which
+        // run only where `WeightRows::available()` found AVX-512 F and BW or AVX2; the
+        // AVX-512 resolver runs only where `arith_avx512::available()` found them.
         #[allow(unsafe_code)]
         unsafe {
-            resolve(&self.operands, &self.keys, self.n, sums)
+            if WeightRows::wide() {
+                resolve(&self.operands, &self.keys, self.n, sums)
+            } else {
+                super::arith_rows_avx2::resolve(&self.operands, &self.keys, self.n, sums)
+            }
         };
         self.n = 0;
     }
@@ -690,7 +711,7 @@ mod tests {
     fn carries_in_registers_match_the_arrays() {
         // The register form against `booth_carries` (checked exhaustively against the
         // Booth multiplier) on random and extreme operands at every shift they take.
-        if !WeightRows::available() {
+        if !WeightRows::wide() {
             return;
         }
         let mut x = 0x5eed_u64;
@@ -718,7 +739,7 @@ mod tests {
             let w: [i16; 32] = std::array::from_fn(|_| lane(next(), it));
             let s: [u16; 32] = std::array::from_fn(|_| [4, 8, 12, 16][next() as usize % 4]);
             let want = super::super::arith_avx2::booth_carries(&d, &w, &s);
-            // SAFETY: `available()` found AVX-512 F and BW.
+            // SAFETY: `wide()` found AVX-512 F and BW.
             #[allow(unsafe_code)]
             let got = unsafe {
                 let reg = |a: [i16; 32]| _mm512_loadu_si512(a.as_ptr().cast());
