@@ -18,25 +18,39 @@ use core::arch::x86_64::*;
 /// Kernels per register.
 const HALF: usize = WIDTH / 2;
 
-/// For each 8-bit mask, the indices of its set bits in order, a nibble each (the rest
-/// zero): the permutation that packs those lanes to the front of a register.
-static COMPRESS: [u32; 256] = {
-    let mut t = [0u32; 256];
+/// For each 8-bit mask, the indices of its set bits in order (the rest zero): the
+/// permutation that packs those lanes to the front of a register. Aligned for loads.
+#[repr(C, align(32))]
+struct Compress([[u32; 8]; 256]);
+
+static COMPRESS: Compress = {
+    let mut t = [[0u32; 8]; 256];
     let mut m = 0;
     while m < 256 {
-        let (mut v, mut n, mut i) = (0u32, 0, 0);
+        let (mut n, mut i) = (0, 0);
         while i < 8 {
             if m & (1 << i) != 0 {
-                v |= (i as u32) << (4 * n);
+                t[m][n] = i as u32;
                 n += 1;
             }
             i += 1;
         }
-        t[m] = v;
         m += 1;
     }
-    t
+    Compress(t)
 };
+
+/// The permutation of [`COMPRESS`] for `bits` (below 256).
+#[inline]
+#[target_feature(enable = "avx2")]
+fn compress_perm(bits: u32) -> __m256i {
+    let p = &COMPRESS.0[bits as usize & 0xff];
+    // SAFETY: `p` is 32 readable bytes aligned to 32.
+    #[allow(unsafe_code)]
+    unsafe {
+        _mm256_load_si256(p.as_ptr().cast())
+    }
+}
 
 /// Half `h` of a row (kernels `8h..8h + 8`) as a register.
 #[inline]
@@ -96,7 +110,6 @@ pub(super) fn mac_group(
     let eight = _mm256_set1_epi32(8);
     let low_byte = _mm256_set1_epi32(0xff);
     let inactive = _mm256_set1_epi32(INACTIVE_SHIFT);
-    let nibbles = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
     let zero = _mm256_setzero_si256();
     // `owner << 8` per kernel, for the deferred lanes' keys.
     let owners: [__m256i; 2] = std::array::from_fn(|h| {
@@ -131,8 +144,7 @@ pub(super) fn mac_group(
             // overwritten by the next).
             let far = _mm256_andnot_si256(near, _mm256_cmpgt_epi32(inactive, s));
             let bits = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_or_si256(far, fix8))) as u32;
-            let perm =
-                _mm256_srlv_epi32(_mm256_set1_epi32(COMPRESS[bits as usize] as i32), nibbles);
+            let perm = compress_perm(bits);
             let operands = _mm256_or_si256(w, dhigh);
             let keys = _mm256_or_si256(s, owners[h]);
             store(
