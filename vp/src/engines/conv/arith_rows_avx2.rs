@@ -106,8 +106,7 @@ pub(super) fn mac_group(
             *m = _mm256_max_epi32(*m, _mm256_add_epi32(load(row, h), c));
         }
     }
-    let nine = _mm256_set1_epi32(9);
-    let eight = _mm256_set1_epi32(8);
+    let bound = _mm256_set1_epi32(8 * 256 + 247);
     let low_byte = _mm256_set1_epi32(0xff);
     let inactive = _mm256_set1_epi32(INACTIVE_SHIFT);
     let zero = _mm256_setzero_si256();
@@ -134,16 +133,16 @@ pub(super) fn mac_group(
             let w = load(val, h);
             let p = _mm256_madd_epi16(dv, w);
             let q = _mm256_srav_epi32(p, s);
-            let near = _mm256_cmpgt_epi32(nine, s);
-            let at8 = _mm256_cmpeq_epi32(s, eight);
-            let fix8 =
-                _mm256_and_si256(at8, _mm256_cmpgt_epi32(nine, _mm256_and_si256(p, low_byte)));
-            acc[h] = _mm256_add_epi32(acc[h], _mm256_and_si256(_mm256_andnot_si256(fix8, near), q));
-            // Active lanes aligned by 12 bits or more, and the 8-bit lanes to fix,
-            // packed to the front and stored side by side (the stores past them are
-            // overwritten by the next).
-            let far = _mm256_andnot_si256(near, _mm256_cmpgt_epi32(inactive, s));
-            let bits = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_or_si256(far, fix8))) as u32;
+            // Added now: lanes aligned by 0 or 4 bits, and by 8 when the product's low
+            // byte is above 8; that is `s · 256 + (255 - low byte)` below `8 · 256 + 247`.
+            let key = _mm256_or_si256(_mm256_slli_epi32::<8>(s), _mm256_andnot_si256(p, low_byte));
+            let now = _mm256_cmpgt_epi32(bound, key);
+            acc[h] = _mm256_add_epi32(acc[h], _mm256_and_si256(now, q));
+            // The other active lanes (aligned by 12 bits or more, or by 8 with a low byte
+            // of 8 or less), packed to the front and stored side by side (the stores
+            // past them are overwritten by the next).
+            let later = _mm256_andnot_si256(now, _mm256_cmpgt_epi32(inactive, s));
+            let bits = _mm256_movemask_ps(_mm256_castsi256_ps(later)) as u32;
             let perm = compress_perm(bits);
             let operands = _mm256_or_si256(w, dhigh);
             let keys = _mm256_or_si256(s, owners[h]);
