@@ -164,7 +164,7 @@ fn on_pool(len: usize, chunk: usize) -> bool {
 
 /// Runs `f(i, chunk)` on the `i`-th `chunk`-long piece of `data` (the last may be
 /// shorter), on rayon's pool when `data` has at least [`PARALLEL_ELEMENTS`] elements, each
-/// piece's loops compiled by [`wide`]; the results come back in order. Every element is
+/// piece's loops compiled by [`wide`] (give `f` as an `#[inline(always)]` closure); the results come back in order. Every element is
 /// written by exactly one call, so results do not depend on the number of threads.
 pub(crate) fn par_chunks<T: Send, R: Send>(
     data: &mut [T],
@@ -176,12 +176,22 @@ pub(crate) fn par_chunks<T: Send, R: Send>(
     if !on_pool(data.len(), chunk) {
         data.chunks_mut(chunk)
             .enumerate()
-            .map(|(i, c)| wide(|| f(i, c)))
+            .map(|(i, c)| {
+                wide(
+                    #[inline(always)]
+                    || f(i, c),
+                )
+            })
             .collect()
     } else {
         data.par_chunks_mut(chunk)
             .enumerate()
-            .map(|(i, c)| wide(|| f(i, c)))
+            .map(|(i, c)| {
+                wide(
+                    #[inline(always)]
+                    || f(i, c),
+                )
+            })
             .collect()
     }
 }
@@ -197,12 +207,22 @@ pub(crate) fn par_read_chunks<T: Sync, R: Send>(
     if !on_pool(data.len(), chunk) {
         data.chunks(chunk)
             .enumerate()
-            .map(|(i, c)| wide(|| f(i, c)))
+            .map(|(i, c)| {
+                wide(
+                    #[inline(always)]
+                    || f(i, c),
+                )
+            })
             .collect()
     } else {
         data.par_chunks(chunk)
             .enumerate()
-            .map(|(i, c)| wide(|| f(i, c)))
+            .map(|(i, c)| {
+                wide(
+                    #[inline(always)]
+                    || f(i, c),
+                )
+            })
             .collect()
     }
 }
@@ -248,7 +268,10 @@ pub(crate) fn wide_tier() -> Wide {
 }
 
 /// Runs `f`, with the loops it inlines compiled for the widest [`Wide`] tier the CPU has
-/// (a closure called once is inlined into the wrapper, which carries the target features):
+/// (the closure is inlined into the wrapper, which carries the target features; callers
+/// mark it `#[inline(always)]`, and so the closures given to [`par_chunks`] and
+/// [`par_read_chunks`], which this wraps: LLVM left large ones out of line, compiled for
+/// the baseline, and the SDP's 64-bit loops ran scalar on AVX2):
 /// 64-bit lanes, maxima and conversions that the x86-64 baseline does element by element.
 /// Rust never contracts floating-point operations, so FMA being enabled changes no result.
 #[inline(always)]
@@ -349,33 +372,38 @@ impl CubeLayout {
         let mut out = zeroed(w * h * c);
         let (cpa, atom, prec) = (self.cpa(), self.atom as usize, self.prec);
         let plane = w * h;
-        par_chunks(&mut out, cpa * plane, |s, chunk| {
-            let surface = &raw[s * h * line_len..][..h * line_len];
-            for (k, dst) in chunk.chunks_exact_mut(plane).enumerate() {
-                for (y, row) in dst.chunks_exact_mut(w).enumerate() {
-                    let line = &surface[y * line_len..][..line_len];
-                    match prec {
-                        Precision::Int8 => {
-                            for (o, a) in row.iter_mut().zip(line[k..].iter().step_by(atom)) {
-                                *o = i32::from(*a as i8);
+        par_chunks(
+            &mut out,
+            cpa * plane,
+            #[inline(always)]
+            |s, chunk| {
+                let surface = &raw[s * h * line_len..][..h * line_len];
+                for (k, dst) in chunk.chunks_exact_mut(plane).enumerate() {
+                    for (y, row) in dst.chunks_exact_mut(w).enumerate() {
+                        let line = &surface[y * line_len..][..line_len];
+                        match prec {
+                            Precision::Int8 => {
+                                for (o, a) in row.iter_mut().zip(line[k..].iter().step_by(atom)) {
+                                    *o = i32::from(*a as i8);
+                                }
                             }
-                        }
-                        Precision::Int16 | Precision::Fp16 => {
-                            let signed = prec == Precision::Int16;
-                            for (x, o) in row.iter_mut().enumerate() {
-                                let b = x * atom + 2 * k;
-                                let v = u16::from_le_bytes([line[b], line[b + 1]]);
-                                *o = if signed {
-                                    i32::from(v as i16)
-                                } else {
-                                    i32::from(v)
-                                };
+                            Precision::Int16 | Precision::Fp16 => {
+                                let signed = prec == Precision::Int16;
+                                for (x, o) in row.iter_mut().enumerate() {
+                                    let b = x * atom + 2 * k;
+                                    let v = u16::from_le_bytes([line[b], line[b + 1]]);
+                                    *o = if signed {
+                                        i32::from(v as i16)
+                                    } else {
+                                        i32::from(v)
+                                    };
+                                }
                             }
                         }
                     }
                 }
-            }
-        });
+            },
+        );
         Ok(out)
     }
 
@@ -438,25 +466,30 @@ impl CubeLayout {
         let mut raw = zeroed(self.surfaces() * h * line_len);
         let (cpa, atom, bpe) = (self.cpa(), self.atom as usize, self.prec.bytes() as usize);
         let plane = w * h;
-        par_chunks(&mut raw, h * line_len, |s, surface| {
-            for k in 0..cpa.min(c.saturating_sub(s * cpa)) {
-                let src = data.get((s * cpa + k) * plane..).unwrap_or(&[]);
-                for (y, line) in surface.chunks_exact_mut(line_len).enumerate() {
-                    let row = src.get(y * w..).unwrap_or(&[]);
-                    let row = &row[..row.len().min(w)];
-                    if bpe == 1 {
-                        for (o, &v) in line[k..].iter_mut().step_by(atom).zip(row) {
-                            *o = v as u8;
-                        }
-                    } else {
-                        for (x, &v) in row.iter().enumerate() {
-                            let b = x * atom + 2 * k;
-                            line[b..b + 2].copy_from_slice(&(v as u16).to_le_bytes());
+        par_chunks(
+            &mut raw,
+            h * line_len,
+            #[inline(always)]
+            |s, surface| {
+                for k in 0..cpa.min(c.saturating_sub(s * cpa)) {
+                    let src = data.get((s * cpa + k) * plane..).unwrap_or(&[]);
+                    for (y, line) in surface.chunks_exact_mut(line_len).enumerate() {
+                        let row = src.get(y * w..).unwrap_or(&[]);
+                        let row = &row[..row.len().min(w)];
+                        if bpe == 1 {
+                            for (o, &v) in line[k..].iter_mut().step_by(atom).zip(row) {
+                                *o = v as u8;
+                            }
+                        } else {
+                            for (x, &v) in row.iter().enumerate() {
+                                let b = x * atom + 2 * k;
+                                line[b..b + 2].copy_from_slice(&(v as u16).to_le_bytes());
+                            }
                         }
                     }
                 }
-            }
-        });
+            },
+        );
         if line_len > 0 {
             for (i, line) in raw.chunks_exact(line_len).enumerate() {
                 mem.write(self.ram, self.line_addr(i / h, i % h), line)?;

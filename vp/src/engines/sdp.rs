@@ -342,7 +342,10 @@ impl XCfg {
     /// ([`XCfg::alu_operand`]): the configuration is matched once, so each loop has no
     /// per-element branch. The loops are compiled for AVX-512 too ([`super::wide`]).
     fn apply_all<A: OpSrc, M: OpSrc>(&self, v: &mut [i64], op: A, mul_op: M) {
-        super::wide(|| self.apply_all_inner(v, op, mul_op))
+        super::wide(
+            #[inline(always)]
+            || self.apply_all_inner(v, op, mul_op),
+        )
     }
 
     #[inline(always)]
@@ -408,7 +411,10 @@ fn out_cvt_int(out_prec: Precision, v: &[i64], o: &mut [i32], offset: i64, scale
             }
         }
     }
-    super::wide(|| each(out_prec, v, o, offset, scale, shift))
+    super::wide(
+        #[inline(always)]
+        || each(out_prec, v, o, offset, scale, shift),
+    )
 }
 
 /// Where a stage's operand comes from: one value for the whole loop (a register or a
@@ -697,7 +703,10 @@ impl YCfg {
     /// (converted): the sum of a memory operand without the multiplier, which residual
     /// additions use, as a loop of its own.
     fn apply_all<A: OpSrc, M: OpSrc>(&self, v: &mut [i64], alu: A, mul: M) {
-        super::wide(|| self.apply_all_inner(v, alu, mul))
+        super::wide(
+            #[inline(always)]
+            || self.apply_all_inner(v, alu, mul),
+        )
     }
 
     #[inline(always)]
@@ -1225,18 +1234,23 @@ fn load_operands(
         }
         let plane = w * h;
         for (comp, v) in vals.iter_mut().enumerate() {
-            super::par_chunks(v, epa * plane, |s, chunk| {
-                let surface = &raw[s * h * line_len..][..h * line_len];
-                for (k, dst) in chunk.chunks_mut(plane).enumerate() {
-                    for (y, row) in dst.chunks_mut(w).enumerate() {
-                        let buf = &surface[y * line_len..][..line_len];
-                        for (x, o) in row.iter_mut().enumerate() {
-                            let b = (x * epa + k) * bpe + comp * bpc;
-                            *o = decode(&buf[b..b + bpc]);
+            super::par_chunks(
+                v,
+                epa * plane,
+                #[inline(always)]
+                |s, chunk| {
+                    let surface = &raw[s * h * line_len..][..h * line_len];
+                    for (k, dst) in chunk.chunks_mut(plane).enumerate() {
+                        for (y, row) in dst.chunks_mut(w).enumerate() {
+                            let buf = &surface[y * line_len..][..line_len];
+                            for (x, o) in row.iter_mut().enumerate() {
+                                let b = (x * epa + k) * bpe + comp * bpc;
+                                *o = decode(&buf[b..b + bpc]);
+                            }
                         }
                     }
-                }
-            });
+                },
+            );
         }
     } else {
         let buf = mem.read_vec(ram, base, c * bpe)?;
@@ -1564,11 +1578,16 @@ pub fn run(
         // Tasks of whole channels, at least a few thousand elements each (small planes,
         // such as 7x7, would otherwise make one task of 49 elements per channel).
         let per_task = 4096usize.div_ceil(plane).max(1);
-        super::par_chunks(&mut out, per_task * plane, |t, part| {
-            for (i, o) in part.chunks_mut(plane).enumerate() {
-                surface((t * per_task + i, o));
-            }
-        });
+        super::par_chunks(
+            &mut out,
+            per_task * plane,
+            #[inline(always)]
+            |t, part| {
+                for (i, o) in part.chunks_mut(plane).enumerate() {
+                    surface((t * per_task + i, o));
+                }
+            },
+        );
     }
 
     if eql {

@@ -121,20 +121,30 @@ pub fn fetch_feature(l: &Layer, mem: &Memory) -> Result<InputCube, EngineError> 
         let mut raw = layout.read(mem)?;
         if prec == Precision::Fp16 {
             if l.nan_to_zero {
-                par_chunks(&mut raw, PARALLEL_ELEMENTS, |_, part| {
-                    for v in part {
-                        if crate::engines::conv::arith::f16_is_nan(*v as u16) {
-                            *v = 0;
+                par_chunks(
+                    &mut raw,
+                    PARALLEL_ELEMENTS,
+                    #[inline(always)]
+                    |_, part| {
+                        for v in part {
+                            if crate::engines::conv::arith::f16_is_nan(*v as u16) {
+                                *v = 0;
+                            }
                         }
-                    }
-                });
+                    },
+                );
             }
         } else if l.cvt.enabled {
-            par_chunks(&mut raw, PARALLEL_ELEMENTS, |_, part| {
-                for v in part {
-                    *v = l.cvt.convert(i64::from(*v), l.cvt.offset, prec);
-                }
-            });
+            par_chunks(
+                &mut raw,
+                PARALLEL_ELEMENTS,
+                #[inline(always)]
+                |_, part| {
+                    for v in part {
+                        *v = l.cvt.convert(i64::from(*v), l.cvt.offset, prec);
+                    }
+                },
+            );
         }
         if batches == 1 {
             data = raw;
@@ -578,34 +588,41 @@ fn decode_weights_in_order(prec: Precision, g: &WeightGeom, raw: &[u8]) -> Weigh
     let group = g.group.max(1);
     // Kernel groups in parallel: group `i` holds kernels `i * group ..`, whose elements
     // are one run of `data`.
-    par_chunks(&mut data, group * g.c * taps, |i, kernels| {
-        let g0 = i * group;
-        let kpg = group.min(g.k - g0);
-        let base = g0 * g.bytes_per_kernel();
-        for c0 in (0..g.c).step_by(g.block.max(1)) {
-            let blk = g.block.min(g.c - c0);
-            let mut o = base + c0 * g.bpe * taps * kpg;
-            for t in 0..taps {
-                for k in 0..kpg {
-                    let dst = kernels[(k * g.c + c0) * taps + t..]
-                        .iter_mut()
-                        .step_by(taps);
-                    let src = &raw[o..o + blk * g.bpe];
-                    // One loop per element type, without a branch per element.
-                    match (g.bpe, prec) {
-                        (1, _) => dst.zip(src).for_each(|(d, &b)| *d = i32::from(b as i8)),
-                        (_, Precision::Fp16) => dst
-                            .zip(src.chunks_exact(g.bpe))
-                            .for_each(|(d, b)| *d = i32::from(u16::from_le_bytes([b[0], b[1]]))),
-                        _ => dst
-                            .zip(src.chunks_exact(g.bpe))
-                            .for_each(|(d, b)| *d = i32::from(i16::from_le_bytes([b[0], b[1]]))),
+    par_chunks(
+        &mut data,
+        group * g.c * taps,
+        #[inline(always)]
+        |i, kernels| {
+            let g0 = i * group;
+            let kpg = group.min(g.k - g0);
+            let base = g0 * g.bytes_per_kernel();
+            for c0 in (0..g.c).step_by(g.block.max(1)) {
+                let blk = g.block.min(g.c - c0);
+                let mut o = base + c0 * g.bpe * taps * kpg;
+                for t in 0..taps {
+                    for k in 0..kpg {
+                        let dst = kernels[(k * g.c + c0) * taps + t..]
+                            .iter_mut()
+                            .step_by(taps);
+                        let src = &raw[o..o + blk * g.bpe];
+                        // One loop per element type, without a branch per element.
+                        match (g.bpe, prec) {
+                            (1, _) => dst.zip(src).for_each(|(d, &b)| *d = i32::from(b as i8)),
+                            (_, Precision::Fp16) => {
+                                dst.zip(src.chunks_exact(g.bpe)).for_each(|(d, b)| {
+                                    *d = i32::from(u16::from_le_bytes([b[0], b[1]]))
+                                })
+                            }
+                            _ => dst.zip(src.chunks_exact(g.bpe)).for_each(|(d, b)| {
+                                *d = i32::from(i16::from_le_bytes([b[0], b[1]]))
+                            }),
+                        }
+                        o += blk * g.bpe;
                     }
-                    o += blk * g.bpe;
                 }
             }
-        }
-    });
+        },
+    );
     Weights {
         k: g.k,
         c: g.c,

@@ -147,8 +147,11 @@ pub fn conv(
         return conv_fp16(g, input, w, MAX_PLANE_LANES, CHUNK_BLOCKS);
     }
     let mut data = conv_int(g, input, w)?;
-    let counts =
-        crate::engines::par_chunks(&mut data, crate::engines::PARALLEL_ELEMENTS, |_, part| {
+    let counts = crate::engines::par_chunks(
+        &mut data,
+        crate::engines::PARALLEL_ELEMENTS,
+        #[inline(always)]
+        |_, part| {
             let mut saturated = 0u32;
             for a in part {
                 let (v, s) = cacc_int_out(*a, truncate);
@@ -156,7 +159,8 @@ pub fn conv(
                 *a = v;
             }
             saturated
-        });
+        },
+    );
     let saturated = counts.into_iter().fold(0u32, u32::saturating_add);
     Ok(AccOut { data, saturated })
 }
@@ -164,9 +168,12 @@ pub fn conv(
 /// `max|data|` (with the padding value) and `max|weight|` of a layer.
 fn int_magnitudes(g: &Geom, input: &InputCube, w: &Weights) -> (u32, u32) {
     let max_abs = |v: &[i32]| {
-        crate::engines::par_read_chunks(v, crate::engines::PARALLEL_ELEMENTS, |_, part| {
-            part.iter().fold(0u32, |m, x| m.max(x.unsigned_abs()))
-        })
+        crate::engines::par_read_chunks(
+            v,
+            crate::engines::PARALLEL_ELEMENTS,
+            #[inline(always)]
+            |_, part| part.iter().fold(0u32, |m, x| m.max(x.unsigned_abs())),
+        )
         .into_iter()
         .max()
         .unwrap_or(0)

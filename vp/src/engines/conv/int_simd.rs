@@ -184,49 +184,54 @@ fn planes(g: &Geom, p: &Plan, input: &InputCube, b: usize) -> Vec<i32> {
     };
     // Channel pairs in parallel: pair `c` owns its phase planes, one run of `v`.
     let pair_len = p.phases * p.plane_len;
-    par_chunks(&mut v[..p.cp * pair_len], pair_len, |c, v| {
-        let (lo, hi) = (channel(2 * c), channel(2 * c + 1));
-        // A missing odd channel pairs with 0 (its weights are 0 too).
-        let pad = if hi.is_some() { pad } else { pair(g.pad, 0) };
-        for phy in 0..g.sy {
-            for phx in 0..g.sx {
-                let base = (phy * g.sx + phx) * p.plane_len;
-                // Plane columns `xq` whose input column `xq * sx + phx - pl` exists.
-                let first = g.pl.saturating_sub(phx).div_ceil(g.sx).min(p.wq);
-                let end = (g.in_w + g.pl)
-                    .saturating_sub(phx)
-                    .div_ceil(g.sx)
-                    .clamp(first, p.wq);
-                for yq in 0..hq {
-                    let row = &mut v[base + yq * p.wq..][..p.wq];
-                    let y = (yq * g.sy + phy).wrapping_sub(g.pt);
-                    if y >= g.in_h || first == end {
-                        row.fill(pad);
-                        continue;
-                    }
-                    row[..first].fill(pad);
-                    row[end..].fill(pad);
-                    let x0 = first * g.sx + phx - g.pl;
-                    let src_lo = lo.map(|l| &l[y * g.in_w + x0..]);
-                    let src_hi = hi.map(|h| &h[y * g.in_w + x0..]);
-                    let dst = &mut row[first..end];
-                    match (src_lo, src_hi) {
-                        (Some(l), Some(h)) => {
-                            for (j, o) in dst.iter_mut().enumerate() {
-                                *o = pair(l[j * g.sx], h[j * g.sx]);
-                            }
+    par_chunks(
+        &mut v[..p.cp * pair_len],
+        pair_len,
+        #[inline(always)]
+        |c, v| {
+            let (lo, hi) = (channel(2 * c), channel(2 * c + 1));
+            // A missing odd channel pairs with 0 (its weights are 0 too).
+            let pad = if hi.is_some() { pad } else { pair(g.pad, 0) };
+            for phy in 0..g.sy {
+                for phx in 0..g.sx {
+                    let base = (phy * g.sx + phx) * p.plane_len;
+                    // Plane columns `xq` whose input column `xq * sx + phx - pl` exists.
+                    let first = g.pl.saturating_sub(phx).div_ceil(g.sx).min(p.wq);
+                    let end = (g.in_w + g.pl)
+                        .saturating_sub(phx)
+                        .div_ceil(g.sx)
+                        .clamp(first, p.wq);
+                    for yq in 0..hq {
+                        let row = &mut v[base + yq * p.wq..][..p.wq];
+                        let y = (yq * g.sy + phy).wrapping_sub(g.pt);
+                        if y >= g.in_h || first == end {
+                            row.fill(pad);
+                            continue;
                         }
-                        (Some(l), None) => {
-                            for (j, o) in dst.iter_mut().enumerate() {
-                                *o = pair(l[j * g.sx], 0);
+                        row[..first].fill(pad);
+                        row[end..].fill(pad);
+                        let x0 = first * g.sx + phx - g.pl;
+                        let src_lo = lo.map(|l| &l[y * g.in_w + x0..]);
+                        let src_hi = hi.map(|h| &h[y * g.in_w + x0..]);
+                        let dst = &mut row[first..end];
+                        match (src_lo, src_hi) {
+                            (Some(l), Some(h)) => {
+                                for (j, o) in dst.iter_mut().enumerate() {
+                                    *o = pair(l[j * g.sx], h[j * g.sx]);
+                                }
                             }
+                            (Some(l), None) => {
+                                for (j, o) in dst.iter_mut().enumerate() {
+                                    *o = pair(l[j * g.sx], 0);
+                                }
+                            }
+                            _ => unreachable!("channel 2c exists for every pair"),
                         }
-                        _ => unreachable!("channel 2c exists for every pair"),
                     }
                 }
             }
-        }
-    });
+        },
+    );
     v
 }
 
@@ -240,20 +245,25 @@ fn packed_weights(g: &Geom, p: &Plan, w: &Weights) -> Vec<i32> {
     let mut v = zeroed(blocks * nsteps * MR);
     let kernel_len = g.in_c * taps;
     // Blocks in parallel: block `kb` holds kernels `kb * MR ..`.
-    par_chunks(&mut v, nsteps * MR, |kb, block| {
-        let kernels: Vec<&[i32]> = w.data[kb * MR * kernel_len..]
-            .chunks_exact(kernel_len)
-            .take(MR.min(g.k - kb * MR))
-            .collect();
-        // Step by step, so that the block is written in order.
-        for (st, d) in block.chunks_exact_mut(MR).enumerate() {
-            let (c, t) = (st / taps, st % taps);
-            let (lo, hi) = (2 * c * taps + t, (2 * c + 1) * taps + t);
-            for (o, kernel) in d.iter_mut().zip(&kernels) {
-                *o = pair(kernel[lo], kernel.get(hi).copied().unwrap_or(0));
+    par_chunks(
+        &mut v,
+        nsteps * MR,
+        #[inline(always)]
+        |kb, block| {
+            let kernels: Vec<&[i32]> = w.data[kb * MR * kernel_len..]
+                .chunks_exact(kernel_len)
+                .take(MR.min(g.k - kb * MR))
+                .collect();
+            // Step by step, so that the block is written in order.
+            for (st, d) in block.chunks_exact_mut(MR).enumerate() {
+                let (c, t) = (st / taps, st % taps);
+                let (lo, hi) = (2 * c * taps + t, (2 * c + 1) * taps + t);
+                for (o, kernel) in d.iter_mut().zip(&kernels) {
+                    *o = pair(kernel[lo], kernel.get(hi).copied().unwrap_or(0));
+                }
             }
-        }
-    });
+        },
+    );
     v
 }
 
@@ -274,14 +284,20 @@ pub(super) fn conv(g: &Geom, input: &InputCube, w: &Weights) -> Option<Vec<i64>>
     let kernel = int_kernel();
     let p = Plan::new(g)?;
     use crate::engines::wide;
-    let wk = wide(|| packed_weights(g, &p, w));
+    let wk = wide(
+        #[inline(always)]
+        || packed_weights(g, &p, w),
+    );
     let blocks = g.k.div_ceil(MR);
     let nsteps = p.steps.len();
     let (ow, oh) = (g.out_w, g.out_h);
     let mut out = zeroed(input.batches * g.k * oh * ow);
     let macs = (g.k * oh * ow * g.in_c * g.r * g.s) as u64;
     for b in 0..input.batches {
-        let planes = wide(|| planes(g, &p, input, b));
+        let planes = wide(
+            #[inline(always)]
+            || planes(g, &p, input, b),
+        );
         let tiles = p.npos / TILE;
         let run = |range: std::ops::Range<usize>| -> (usize, Vec<i32>) {
             // `[k][position]` for this range's positions.
@@ -311,22 +327,28 @@ pub(super) fn conv(g: &Geom, input: &InputCube, w: &Weights) -> Option<Vec<i64>>
         // Scatter the virtual positions' sums to the outputs, row by row, kernels in
         // parallel.
         let batch = &mut out[b * g.k * oh * ow..][..g.k * oh * ow];
-        par_chunks(batch, oh * ow, |k, dst| {
-            for (first, part) in &parts {
-                let n = part.len() / (blocks * MR);
-                let (first, end) = (*first, first + n);
-                let src = &part[k * n..][..n];
-                for (oy, d) in dst.chunks_exact_mut(ow).enumerate() {
-                    let row = oy * p.wq;
-                    let (lo, hi) = (row.max(first), (row + ow).min(end));
-                    if lo < hi {
-                        for (o, &v) in d[lo - row..hi - row].iter_mut().zip(&src[lo - first..]) {
-                            *o = i64::from(v);
+        par_chunks(
+            batch,
+            oh * ow,
+            #[inline(always)]
+            |k, dst| {
+                for (first, part) in &parts {
+                    let n = part.len() / (blocks * MR);
+                    let (first, end) = (*first, first + n);
+                    let src = &part[k * n..][..n];
+                    for (oy, d) in dst.chunks_exact_mut(ow).enumerate() {
+                        let row = oy * p.wq;
+                        let (lo, hi) = (row.max(first), (row + ow).min(end));
+                        if lo < hi {
+                            for (o, &v) in d[lo - row..hi - row].iter_mut().zip(&src[lo - first..])
+                            {
+                                *o = i64::from(v);
+                            }
                         }
                     }
                 }
-            }
-        });
+            },
+        );
     }
     Some(out)
 }
