@@ -164,8 +164,9 @@ fn on_pool(len: usize, chunk: usize) -> bool {
 
 /// Runs `f(i, chunk)` on the `i`-th `chunk`-long piece of `data` (the last may be
 /// shorter), on rayon's pool when `data` has at least [`PARALLEL_ELEMENTS`] elements, each
-/// piece's loops compiled by [`wide`] (give `f` as an `#[inline(always)]` closure); the results come back in order. Every element is
-/// written by exactly one call, so results do not depend on the number of threads.
+/// piece's loops compiled by [`wide`] (give `f` as an `#[inline(always)]` closure); the
+/// results come back in order. Every element is written by exactly one call, so results
+/// do not depend on the number of threads.
 pub(crate) fn par_chunks<T: Send, R: Send>(
     data: &mut [T],
     chunk: usize,
