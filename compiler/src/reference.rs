@@ -569,26 +569,37 @@ fn conv_padded(
     let chan_len = (phases * plane_len).max(reach);
     // Phase planes of every channel of every batch item, in f64.
     let mut planes = vec![0f64; xs.n * xs.c * chan_len];
-    for (nc, dst) in planes.chunks_exact_mut(chan_len).enumerate() {
-        let src = &x[nc * h * wd..][..h * wd];
-        for py in 0..sh {
-            for px in 0..sw {
-                let base = (py * sw + px) * plane_len;
-                for yq in 0..hq {
-                    let Some(iy) = (yq * sh + py).checked_sub(pt).filter(|&v| v < h) else {
-                        continue;
-                    };
-                    let row = &mut dst[base + yq * wq..][..wq];
-                    for (xq, o) in row.iter_mut().enumerate() {
-                        if let Some(ix) = (xq * sw + px).checked_sub(pl).filter(|&v| v < wd) {
-                            *o = f64::from(src[iy * wd + ix]);
+    use rayon::prelude::*;
+    planes
+        .par_chunks_exact_mut(chan_len)
+        .enumerate()
+        .for_each(|(nc, dst)| {
+            let src = &x[nc * h * wd..][..h * wd];
+            for py in 0..sh {
+                for px in 0..sw {
+                    let base = (py * sw + px) * plane_len;
+                    for yq in 0..hq {
+                        let Some(iy) = (yq * sh + py).checked_sub(pt).filter(|&v| v < h) else {
+                            continue;
+                        };
+                        // Plane columns `xq` whose input column `xq * sw + px - pl` exists.
+                        let first = pl.saturating_sub(px).div_ceil(sw).min(wq);
+                        let end = (wd + pl).saturating_sub(px).div_ceil(sw).clamp(first, wq);
+                        if first == end {
+                            continue;
+                        }
+                        let src = &src[iy * wd + first * sw + px - pl..];
+                        let row = &mut dst[base + yq * wq + first..][..end - first];
+                        for (o, &v) in row.iter_mut().zip(src.iter().step_by(sw)) {
+                            *o = f64::from(v);
                         }
                     }
                 }
             }
-        }
-    }
-    const PASS: usize = 8;
+        });
+    // The passes' loops compiled for the widest vector extension the CPU has (pulp's
+    // run-time dispatch).
+    let arch = pulp::Arch::new();
     let mut y = vec![0f32; ys.elements()];
     let plane_task = |(i, yplane): (usize, &mut [f32])| {
         let (n, ko) = (i / k_total, i % k_total);
@@ -608,13 +619,7 @@ fn conv_padded(
             if batch.len() == PASS {
                 let t: [&[f64]; PASS] = std::array::from_fn(|j| batch[j].0);
                 let wv: [f64; PASS] = std::array::from_fn(|j| batch[j].1);
-                for (i, a) in acc.iter_mut().enumerate() {
-                    let mut s = *a;
-                    for j in 0..PASS {
-                        s += t[j][i] * wv[j];
-                    }
-                    *a = s;
-                }
+                arch.dispatch(Pass { t, wv, acc });
             } else {
                 for &(src, wv) in batch.iter() {
                     for (a, &v) in acc.iter_mut().zip(src) {
@@ -637,9 +642,37 @@ fn conv_padded(
             }
         }
     };
-    use rayon::prelude::*;
     y.par_chunks_mut(oh * ow).enumerate().for_each(plane_task);
     y
+}
+
+/// Products of one pass of [`conv_padded`].
+const PASS: usize = 8;
+
+/// One pass of [`conv_padded`]: `acc[i] += t[j][i] · wv[j]` for `j` in order, each output's
+/// running sum in a register. The loop runs across outputs, each output's sum in the same
+/// order, and Rust never fuses a multiply and an add, so its bits are the same whatever
+/// vector extension pulp compiles it for.
+struct Pass<'a> {
+    t: [&'a [f64]; PASS],
+    wv: [f64; PASS],
+    acc: &'a mut [f64],
+}
+
+impl pulp::WithSimd for Pass<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, _: S) {
+        let Pass { t, wv, acc } = self;
+        for (i, a) in acc.iter_mut().enumerate() {
+            let mut s = *a;
+            for j in 0..PASS {
+                s += t[j][i] * wv[j];
+            }
+            *a = s;
+        }
+    }
 }
 
 /// Transposed convolution: every input element scatters `x * w` into the output.
