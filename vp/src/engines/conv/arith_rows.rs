@@ -160,9 +160,14 @@ impl WeightRows {
     pub const MAX_OWNERS: usize = 1 << 23;
 
     /// Whether this CPU computes weight rows (AVX-512 F and BW, or AVX2; POPCNT).
+    /// `NVDLA_VP_NO_ROWS=1` turns them off (the block kernels then run, to compare).
     pub fn available() -> bool {
-        (Self::wide() || super::arith_avx2::available())
-            && std::arch::is_x86_feature_detected!("popcnt")
+        static AVAILABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *AVAILABLE.get_or_init(|| {
+            (Self::wide() || super::arith_avx2::available())
+                && std::arch::is_x86_feature_detected!("popcnt")
+                && std::env::var_os("NVDLA_VP_NO_ROWS").is_none_or(|v| v.is_empty() || v == "0")
+        })
     }
 
     /// Whether the AVX-512 kernels run (sixteen kernels to a register), else the AVX2
