@@ -5,9 +5,11 @@
 //! Each buffer has a host copy that [`Device::map_buffer`] hands out; [`Device::submit`]
 //! writes the host copies of the buffers a submit names into device memory before it runs
 //! and reads them back after, which gives exactly the visibility the [`Device`] contract asks
-//! of a mapping.
+//! of a mapping. Where the OS logs the device's writes ([`HostedOs::logs_writes`], the
+//! model), only the buffers mapped since they were last synchronised go in, and only those
+//! the device wrote come back: a network's weights cross once, not twice per run.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use nvdla_kmd::bo::{BoConfig, ClientId};
 use nvdla_kmd::submit::{MemHandle, SubmitDesc, TaskDesc, SUBMIT_VERSION};
@@ -36,6 +38,24 @@ pub trait HostedOs: KmdOs {
 
     /// The memory timing a model that estimates cycles assumes.
     fn set_memory_timing(&mut self, _t: &crate::device::MemoryTiming) {}
+
+    /// Whether this OS records the device memory written ([`HostedOs::start_write_log`])
+    /// and keeps device memory from one submit to the next: then a buffer's host copy is
+    /// written to the device only when the host may have changed it, and read back only
+    /// when the device wrote it. Otherwise every buffer a submit names goes both ways.
+    fn logs_writes(&self) -> bool {
+        false
+    }
+
+    /// Starts recording the device memory written (by the hardware's DMA and the
+    /// firmware), forgetting what was recorded before.
+    fn start_write_log(&mut self) {}
+
+    /// The device address ranges `[start, end)` written since
+    /// [`HostedOs::start_write_log`] (`None`: unknown, everything may have been).
+    fn take_write_log(&mut self) -> Option<Vec<(u64, u64)>> {
+        None
+    }
 }
 
 /// The driver's account of a failed submit, with the hardware's diagnosis.
@@ -53,6 +73,9 @@ pub struct HostedDevice<O: HostedOs> {
     pub(crate) kmd: Kmd<O>,
     /// Host copies of the live buffers, by handle.
     buffers: BTreeMap<u32, Vec<u8>>,
+    /// Buffers whose host copy equals device memory (only when the OS
+    /// [`HostedOs::logs_writes`]): not mapped since they were last synchronised.
+    synced: BTreeSet<u32>,
     timings: Option<DeviceTimings>,
 }
 
@@ -72,6 +95,7 @@ impl<O: HostedOs> HostedDevice<O> {
         Ok(Self {
             kmd,
             buffers: BTreeMap::new(),
+            synced: BTreeSet::new(),
             timings: None,
         })
     }
@@ -87,14 +111,25 @@ impl<O: HostedOs> HostedDevice<O> {
         &self.kmd
     }
 
-    /// The driver, mutable.
+    /// The driver, mutable (device memory may change through it: every buffer is
+    /// written to the device again at the next submit).
     pub fn kmd_mut(&mut self) -> &mut Kmd<O> {
+        self.synced.clear();
         &mut self.kmd
     }
 
-    /// Copies the host copies of `handles` into device memory (`true`) or back (`false`).
-    fn sync(&mut self, handles: &[u32], to_device: bool) -> Result<(), DeviceError> {
+    /// Copies the host copies of `handles` into device memory (`to_device`) or back.
+    /// Into the device: those the host may have changed (every one unless the OS
+    /// [`HostedOs::logs_writes`]). Back: those overlapping `written` (every one when
+    /// `None`).
+    fn sync(
+        &mut self,
+        handles: &[u32],
+        to_device: bool,
+        written: Option<&[(u64, u64)]>,
+    ) -> Result<(), DeviceError> {
         let io = |_| DeviceError::new(Operation::Submit, nvdla_kmd::Error::Io);
+        let logs = self.kmd.os().logs_writes();
         for &h in handles {
             let bo = *self
                 .kmd
@@ -103,6 +138,18 @@ impl<O: HostedOs> HostedDevice<O> {
             let Some(host) = self.buffers.get_mut(&h) else {
                 continue;
             };
+            if to_device && self.synced.contains(&h) {
+                continue;
+            }
+            let end = bo.iova.0.saturating_add(host.len() as u64);
+            if !to_device
+                && written.is_some_and(|w| !w.iter().any(|&(s, e)| s < end && bo.iova.0 < e))
+            {
+                continue;
+            }
+            if logs {
+                self.synced.insert(h);
+            }
             let os = self.kmd.os_mut();
             let addr = nvdla_firmware::hw::DeviceAddr(bo.iova.0);
             if to_device {
@@ -162,6 +209,8 @@ impl<O: HostedOs> Device for HostedDevice<O> {
 
     fn map_buffer(&mut self, handle: BufferHandle) -> Result<&mut [u8], DeviceError> {
         let op = Operation::MapBuffer;
+        // The caller may write the host copy from here on.
+        self.synced.remove(&handle.get());
         self.kmd
             .gem_mmap(CLIENT, handle.get())
             .map_err(|e| DeviceError::from_kmd(op, e))?;
@@ -180,6 +229,7 @@ impl<O: HostedOs> Device for HostedDevice<O> {
             .gem_destroy(CLIENT, handle.get())
             .map_err(|e| DeviceError::from_kmd(Operation::DestroyBuffer, e))?;
         self.buffers.remove(&handle.get());
+        self.synced.remove(&handle.get());
         Ok(())
     }
 
@@ -216,9 +266,18 @@ impl<O: HostedOs> Device for HostedDevice<O> {
         used.dedup();
         // Unknown handles are left for the KMD to reject with its own error.
         used.retain(|h| self.buffers.contains_key(h));
-        self.sync(&used, true)?;
+        self.sync(&used, true, None)?;
+        let logs = self.kmd.os().logs_writes();
+        if logs {
+            self.kmd.os_mut().start_write_log();
+        }
         let result = self.kmd.submit(CLIENT, &desc);
-        self.sync(&used, false)?;
+        let written = if logs {
+            self.kmd.os_mut().take_write_log()
+        } else {
+            None
+        };
+        self.sync(&used, false, written.as_deref())?;
         if let Some(t) = self.kmd.os_mut().take_timings() {
             // Several submits (a network with CPU partitions) add up until taken.
             match &mut self.timings {

@@ -369,18 +369,30 @@ mod tests {
         // An image input of four channels (NVIDIA's nhwc build).
         assert_eq!(info.shape, [1, 4, 28, 28]);
         assert!(s.set_input(0, &[0.0; 3], None).is_err());
+        // Caffe's LeNet scales pixels by 1/256, which NVIDIA's build leaves to the user.
+        let opts = crate::image::ImageOptions {
+            normalize: 255,
+            ..Default::default()
+        };
+        let mut first = Vec::new();
         for digit in 0..10 {
             let img = dir.join(format!("images/0_{digit}.jpg"));
-            // Caffe's LeNet scales pixels by 1/256, which NVIDIA's build leaves to the user.
-            let opts = crate::image::ImageOptions {
-                normalize: 255,
-                ..Default::default()
-            };
             s.set_input_image(0, &img, &opts).unwrap();
             s.run().unwrap();
             let p = s.output_values(0, None).unwrap();
             let best = (0..p.len()).max_by(|&a, &b| p[a].total_cmp(&p[b])).unwrap();
             assert_eq!(best, digit, "{}: {p:?}", img.display());
+            first.push(p);
+        }
+        // The same input again gives the same bits: the device writes the weights only
+        // once and reads back only what the hardware wrote, and nothing is left over.
+        for digit in [3, 0, 9] {
+            let img = dir.join(format!("images/0_{digit}.jpg"));
+            s.set_input_image(0, &img, &opts).unwrap();
+            s.run().unwrap();
+            let p = s.output_values(0, None).unwrap();
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&p), bits(&first[digit]), "digit {digit} again");
         }
         assert!(s.last_run_seconds() > 0.0);
         // Float arrays go through the same conversion as `--input`.

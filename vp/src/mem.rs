@@ -245,6 +245,31 @@ impl AccessLog {
     }
 }
 
+/// Adds a write of `len` bytes at `addr` to `ranges`, extending one of the last few when
+/// they touch (engines write line after line).
+fn note_write(ranges: &mut Vec<Access>, ram: RamType, addr: u64, len: u64) {
+    if len == 0 {
+        return;
+    }
+    let end = addr.saturating_add(len);
+    if let Some(last) = ranges
+        .iter_mut()
+        .rev()
+        .take(4)
+        .find(|a| a.ram == ram && a.start <= end && addr <= a.end)
+    {
+        last.start = last.start.min(addr);
+        last.end = last.end.max(end);
+        return;
+    }
+    ranges.push(Access {
+        ram,
+        start: addr,
+        end,
+        write: true,
+    });
+}
+
 /// DRAM and (optionally) CVSRAM of one platform.
 #[derive(Debug, Clone)]
 pub struct Memory {
@@ -252,6 +277,9 @@ pub struct Memory {
     dram_window: Window,
     sram: Option<(Window, SparseMem)>,
     log: AccessLog,
+    /// Every write since [`Memory::track_writes`], merged into ranges (`None`: not
+    /// tracking).
+    writes: Option<Vec<Access>>,
 }
 
 impl Memory {
@@ -267,6 +295,7 @@ impl Memory {
             dram_window: Window { base: 0, size },
             sram: has_sram.then(|| (CVSRAM_WINDOW, SparseMem::new())),
             log: AccessLog::default(),
+            writes: None,
         }
     }
 
@@ -289,6 +318,7 @@ impl Memory {
             dram_window: Window { base, size },
             sram: has_sram.then(|| (CVSRAM_WINDOW, SparseMem::new())),
             log: AccessLog::default(),
+            writes: None,
         })
     }
 
@@ -367,7 +397,23 @@ impl Memory {
     /// DMA write.
     pub fn write(&mut self, ram: RamType, addr: u64, data: &[u8]) -> Result<(), MemError> {
         self.log.note(ram, addr, data.len() as u64, true);
+        if let Some(w) = &mut self.writes {
+            note_write(w, ram, addr, data.len() as u64);
+        }
         self.raw_write(ram, addr, data)
+    }
+
+    /// Starts recording every write ([`Memory::write`] and the host's), forgetting those
+    /// recorded before: a device that keeps host copies of buffers reads back only those
+    /// that were written.
+    pub fn track_writes(&mut self) {
+        self.writes = Some(Vec::new());
+    }
+
+    /// Stops recording and returns the ranges written since [`Memory::track_writes`]
+    /// (`None` if it was not called).
+    pub fn take_writes(&mut self) -> Option<Vec<Access>> {
+        self.writes.take()
     }
 
     fn raw_write(&mut self, ram: RamType, addr: u64, data: &[u8]) -> Result<(), MemError> {
@@ -399,7 +445,11 @@ impl Memory {
 
     /// Host write by address (see [`Memory::host_ram`]).
     pub fn host_write(&mut self, addr: u64, data: &[u8]) -> Result<(), MemError> {
-        self.raw_write(self.host_ram(addr), addr, data)
+        let ram = self.host_ram(addr);
+        if let Some(w) = &mut self.writes {
+            note_write(w, ram, addr, data.len() as u64);
+        }
+        self.raw_write(ram, addr, data)
     }
 
     /// Host read by address (see [`Memory::host_ram`]).
@@ -411,6 +461,36 @@ impl Memory {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn write_tracking_merges_touching_writes_and_counts_the_hosts() {
+        let mut m = Memory::new(64, true);
+        m.write(RamType::Dram, 0x1000, &[1; 16]).unwrap();
+        assert_eq!(m.take_writes(), None, "not tracking");
+        m.track_writes();
+        m.write(RamType::Dram, 0x2000, &[1; 16]).unwrap();
+        m.write(RamType::Dram, 0x2010, &[2; 16]).unwrap();
+        m.write(RamType::Sram, CVSRAM_WINDOW.base, &[3; 8]).unwrap();
+        m.host_write(0x9000, &[4; 4]).unwrap();
+        let mut buf = [0u8; 8];
+        m.read(RamType::Dram, 0x5000, &mut buf).unwrap();
+        m.write(RamType::Dram, 0x3000, &[]).unwrap();
+        let w: Vec<(RamType, u64, u64)> = m
+            .take_writes()
+            .unwrap()
+            .iter()
+            .map(|a| (a.ram, a.start, a.end))
+            .collect();
+        assert_eq!(
+            w,
+            [
+                (RamType::Dram, 0x2000, 0x2020),
+                (RamType::Sram, CVSRAM_WINDOW.base, CVSRAM_WINDOW.base + 8),
+                (RamType::Dram, 0x9000, 0x9004),
+            ]
+        );
+        assert_eq!(m.take_writes(), None, "taking stops the tracking");
+    }
 
     #[test]
     fn sparse_round_trip_across_pages() {

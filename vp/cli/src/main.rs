@@ -195,6 +195,9 @@ fn out(line: std::fmt::Arguments<'_>) {
 }
 
 fn main() -> ExitCode {
+    // The model's per-layer buffers reuse freed memory (the daemon runs network after
+    // network, the benchmark layer after layer).
+    nvdla_port::vp::keep_freed_memory();
     let cli = Cli::parse();
     if log::set_logger(&LOGGER).is_ok() {
         log::set_max_level(match cli.verbose {
