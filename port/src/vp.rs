@@ -518,6 +518,24 @@ fn changed_ranges(old: &[u8], new: &[u8]) -> Vec<(usize, usize)> {
     out
 }
 
+/// Sets glibc's allocator to keep freed memory, for processes that run the model (the
+/// runtime, the daemon, the benchmark); call it first in `main`, before any thread. The
+/// model allocates and frees buffers of megabytes for every layer; glibc serves blocks
+/// above 128 KiB with `mmap` and unmaps them when freed, so each layer paid for fresh
+/// zeroed pages again (about a quarter of ResNet-50's int8 run). Blocks up to 32 MiB
+/// (glibc's largest threshold on 64-bit) now come from the heap, and freed memory stays
+/// there for the next layer. Elsewhere than glibc it does nothing.
+pub fn keep_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: `mallopt` only sets allocator parameters; the caller runs it before any
+    // other thread exists. A refused value leaves glibc's default.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 30);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -571,23 +589,5 @@ mod tests {
         // Silicon firmware of an int8-only build does not.
         let silicon = nvdla_firmware::HwConfig::new(VpConfig::NvSmall256.hw());
         assert!(!silicon.has(Feature::WidePrecision));
-    }
-}
-
-/// Sets glibc's allocator to keep freed memory, for processes that run the model (the
-/// runtime, the daemon, the benchmark); call it first in `main`, before any thread. The
-/// model allocates and frees buffers of megabytes for every layer; glibc serves blocks
-/// above 128 KiB with `mmap` and unmaps them when freed, so each layer paid for fresh
-/// zeroed pages again (about a quarter of ResNet-50's int8 run). Blocks up to 32 MiB
-/// (glibc's largest threshold on 64-bit) now come from the heap, and freed memory stays
-/// there for the next layer. Elsewhere than glibc it does nothing.
-pub fn keep_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: `mallopt` only sets allocator parameters; the caller runs it before any
-    // other thread exists. A refused value leaves glibc's default.
-    #[allow(unsafe_code)]
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
-        libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 30);
     }
 }
