@@ -219,35 +219,16 @@ impl Clone for AccessLog {
 
 impl AccessLog {
     fn note(&self, ram: RamType, addr: u64, len: u64, write: bool) {
-        if len == 0 {
-            return;
-        }
         let Ok(mut g) = self.0.lock() else { return };
-        let Some(v) = g.as_mut() else { return };
-        let end = addr.saturating_add(len);
-        // Engines read and write line after line: extend the last range when they touch.
-        if let Some(last) = v
-            .iter_mut()
-            .rev()
-            .take(4)
-            .find(|a| a.ram == ram && a.write == write && a.start <= end && addr <= a.end)
-        {
-            last.start = last.start.min(addr);
-            last.end = last.end.max(end);
-            return;
+        if let Some(v) = g.as_mut() {
+            note_range(v, ram, addr, len, write);
         }
-        v.push(Access {
-            ram,
-            start: addr,
-            end,
-            write,
-        });
     }
 }
 
-/// Adds a write of `len` bytes at `addr` to `ranges`, extending one of the last few when
-/// they touch (engines write line after line).
-fn note_write(ranges: &mut Vec<Access>, ram: RamType, addr: u64, len: u64) {
+/// Adds an access of `len` bytes at `addr` to `ranges`, extending one of the last few of
+/// its kind when they touch (engines read and write line after line).
+fn note_range(ranges: &mut Vec<Access>, ram: RamType, addr: u64, len: u64, write: bool) {
     if len == 0 {
         return;
     }
@@ -256,7 +237,7 @@ fn note_write(ranges: &mut Vec<Access>, ram: RamType, addr: u64, len: u64) {
         .iter_mut()
         .rev()
         .take(4)
-        .find(|a| a.ram == ram && a.start <= end && addr <= a.end)
+        .find(|a| a.ram == ram && a.write == write && a.start <= end && addr <= a.end)
     {
         last.start = last.start.min(addr);
         last.end = last.end.max(end);
@@ -266,7 +247,7 @@ fn note_write(ranges: &mut Vec<Access>, ram: RamType, addr: u64, len: u64) {
         ram,
         start: addr,
         end,
-        write: true,
+        write,
     });
 }
 
@@ -398,7 +379,7 @@ impl Memory {
     pub fn write(&mut self, ram: RamType, addr: u64, data: &[u8]) -> Result<(), MemError> {
         self.log.note(ram, addr, data.len() as u64, true);
         if let Some(w) = &mut self.writes {
-            note_write(w, ram, addr, data.len() as u64);
+            note_range(w, ram, addr, data.len() as u64, true);
         }
         self.raw_write(ram, addr, data)
     }
@@ -447,7 +428,7 @@ impl Memory {
     pub fn host_write(&mut self, addr: u64, data: &[u8]) -> Result<(), MemError> {
         let ram = self.host_ram(addr);
         if let Some(w) = &mut self.writes {
-            note_write(w, ram, addr, data.len() as u64);
+            note_range(w, ram, addr, data.len() as u64, true);
         }
         self.raw_write(ram, addr, data)
     }
